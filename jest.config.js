@@ -1,0 +1,18 @@
+/** Jest runs the unit specs and the integration specs (real Jupyter Server) as two projects. */
+const tsJest = ['ts-jest', { tsconfig: 'tsconfig.test.json', diagnostics: { warnOnly: false } }];
+const shared = {
+  testEnvironment: 'node',
+  transform: { '^.+\\.ts$': tsJest },
+  moduleNameMapper: { '^@jupyter-store/contract$': '<rootDir>/packages/contract/src/index.ts' }
+};
+module.exports = {
+  projects: [
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/packages/*/test/**/*.spec.ts'] },
+    {
+      ...shared,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/packages/*/test/**/*.itest.ts'],
+      testTimeout: 120000
+    }
+  ]
+};

@@ -1,0 +1,86 @@
+import { z } from 'zod';
+
+/**
+ * The Jupyter contents API, as Jupyter Server 2 speaks it. The server validates request bodies
+ * with these schemas; the client and the JupyterLab extension parse responses with them.
+ */
+
+/** The three kinds of item the contents API knows. */
+export const ContentsType = z.enum(['directory', 'file', 'notebook']);
+export type ContentsType = z.infer<typeof ContentsType>;
+
+/** How a file's content travels: text (UTF-8) or base64; `json` for notebooks and directories. */
+export const ContentsFormat = z.enum(['text', 'base64', 'json']);
+export type ContentsFormat = z.infer<typeof ContentsFormat>;
+
+/** A contents model, as returned by every contents call. */
+export interface ContentsModel {
+  name: string;
+  path: string;
+  type: ContentsType;
+  writable: boolean;
+  created: string;
+  last_modified: string;
+  mimetype: string | null;
+  content: unknown;
+  format: ContentsFormat | null;
+  size: number | null;
+  hash: string | null;
+  hash_algorithm: string | null;
+  /** Set on notebooks that fail nbformat validation. */
+  message?: string;
+}
+
+/** ISO 8601 in UTC with a `Z`, as Jupyter renders datetimes. */
+const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/);
+
+export const ContentsModelSchema: z.ZodType<ContentsModel> = z.object({
+  name: z.string(),
+  path: z.string(),
+  type: ContentsType,
+  writable: z.boolean(),
+  created: isoDate,
+  last_modified: isoDate,
+  mimetype: z.string().nullable(),
+  content: z.unknown(),
+  format: ContentsFormat.nullable(),
+  size: z.number().int().nonnegative().nullable(),
+  hash: z.string().nullable(),
+  hash_algorithm: z.string().nullable(),
+  message: z.string().optional()
+});
+
+/**
+ * The body of `PUT {base}api/contents/<path>`: save or create. Jupyter treats an unknown `type`
+ * as `file`, so the type is a free string here and normalised by the server.
+ */
+export const SaveRequestSchema = z
+  .object({
+    type: z.string().nullable().optional(),
+    format: z.string().nullable().optional(),
+    content: z.unknown().optional(),
+    chunk: z.number().int().optional(),
+    path: z.string().optional(),
+    name: z.string().optional(),
+    copy_from: z.unknown().optional()
+  })
+  .passthrough();
+export type SaveRequest = z.infer<typeof SaveRequestSchema>;
+
+/** The body of `POST {base}api/contents/<dir>`: a new untitled item, or a copy. */
+export const CreateRequestSchema = z
+  .object({
+    type: z.string().nullable().optional(),
+    ext: z.string().nullable().optional(),
+    copy_from: z.string().nullable().optional()
+  })
+  .passthrough();
+export type CreateRequest = z.infer<typeof CreateRequestSchema>;
+
+/** The body of `PATCH {base}api/contents/<path>`: a rename. */
+export const RenameRequestSchema = z.object({ path: z.string().optional() }).passthrough();
+export type RenameRequest = z.infer<typeof RenameRequestSchema>;
+
+/** A checkpoint: Jupyter keeps one per file, with the id `checkpoint`. */
+export const CheckpointModelSchema = z.object({ id: z.string(), last_modified: isoDate });
+export type CheckpointModel = z.infer<typeof CheckpointModelSchema>;

@@ -1,0 +1,52 @@
+import express, { type Express } from 'express';
+import { ContentsManager } from './contents/manager';
+import { createContentsRouter } from './contents/router';
+import { NotebookNotary, jupyterDataDir } from './contents/trust';
+import { errorHandler } from './http/errors';
+
+/**
+ * The jupyter-store HTTP application: for now the Jupyter-compatible contents API.
+ *
+ * #### Notes
+ * The gateway (auth, proxying to Jupyter Server, the store API) mounts around this; on its own
+ * the application answers without authentication and must only listen on loopback.
+ */
+export function createApp(options: App.IOptions): Express {
+  const baseUrl = normalizeBaseUrl(options.baseUrl ?? '/');
+  const manager =
+    options.manager ??
+    new ContentsManager({
+      rootDir: options.rootDir,
+      notary: new NotebookNotary({ dataDir: options.jupyterDataDir ?? jupyterDataDir() }),
+      ...options.contents
+    });
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.locals.contentsManager = manager;
+  app.locals.baseUrl = baseUrl;
+  app.use(`${baseUrl}api/contents`, createContentsRouter({ manager, baseUrl }));
+  app.use(errorHandler());
+  return app;
+}
+
+export namespace App {
+  export interface IOptions {
+    /** The directory served, shared with Jupyter Server. */
+    rootDir: string;
+    /** Jupyter's base_url; default `/`. */
+    baseUrl?: string;
+    /** The Jupyter data directory holding the notary's secret and database. */
+    jupyterDataDir?: string;
+    /** Further contents-manager settings (hidden files, trash, globs). */
+    contents?: Partial<Omit<ContentsManager.IOptions, 'rootDir' | 'notary'>>;
+    /** A ready contents manager, instead of one built from the options. */
+    manager?: ContentsManager;
+  }
+}
+
+/** A base URL that starts and ends with `/`, as Jupyter requires. */
+export function normalizeBaseUrl(baseUrl: string): string {
+  const trimmed = baseUrl.replace(/^\/+|\/+$/g, '');
+  return trimmed === '' ? '/' : `/${trimmed}/`;
+}

@@ -1,0 +1,3 @@
+export * from './manager';
+export * from './router';
+export * from './paths';

@@ -1,0 +1,109 @@
+import type { ContentsModel, ContentsType } from '@jupyter-store/contract';
+import { constants as fsConstants, type Stats } from 'node:fs';
+import * as fs from 'node:fs/promises';
+import { lookup as lookupMimeType } from 'mime-types';
+import { baseName } from './paths';
+
+/**
+ * Jupyter's rendering of a datetime in models: ISO 8601 in UTC with a `Z`, microseconds only when
+ * they are not zero (Python's `isoformat()`).
+ */
+export function formatTimestamp(milliseconds: number): string {
+  const whole = Math.floor(milliseconds / 1000);
+  const micros = Math.round((milliseconds - whole * 1000) * 1000);
+  const carry = micros >= 1_000_000 ? 1 : 0;
+  const date = new Date((whole + carry) * 1000).toISOString().slice(0, 19);
+  const fraction = micros % 1_000_000;
+  return fraction === 0 ? `${date}Z` : `${date}.${String(fraction).padStart(6, '0')}Z`;
+}
+
+/**
+ * Python's `mimetypes.guess_type` for the names that matter in notebooks, falling back to the
+ * mime-db table for everything else.
+ */
+const PYTHON_MIME_TYPES: Readonly<Record<string, string>> = {
+  py: 'text/x-python',
+  ipynb: 'application/x-ipynb+json',
+  json: 'application/json',
+  md: 'text/markdown',
+  csv: 'text/csv',
+  txt: 'text/plain',
+  js: 'text/javascript',
+  sh: 'application/x-sh',
+  yaml: 'application/yaml',
+  yml: 'application/yaml',
+  toml: 'application/toml',
+  svg: 'image/svg+xml',
+  wasm: 'application/wasm'
+};
+
+/** The mimetype Jupyter reports for a file name, or null when unknown. */
+export function guessMimeType(name: string): string | null {
+  const dot = name.lastIndexOf('.');
+  if (dot <= 0) return null;
+  const extension = name.slice(dot + 1).toLowerCase();
+  return PYTHON_MIME_TYPES[extension] ?? (lookupMimeType(extension) || null);
+}
+
+/** Can this process write the path (`os.access(path, W_OK)`)? */
+export async function isWritable(osPath: string): Promise<boolean> {
+  try {
+    await fs.access(osPath, fsConstants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The fields every model has, from the item's own stats (`lstat`, as Jupyter takes them).
+ * `created` is the inode change time, as Python 3.11 reports it on Linux.
+ */
+export async function baseModel(
+  apiPath: string,
+  osPath: string,
+  stats: Stats,
+  type: ContentsType
+): Promise<ContentsModel> {
+  return {
+    name: baseName(apiPath),
+    path: apiPath,
+    type,
+    writable: await isWritable(osPath),
+    created: formatTimestamp(stats.ctimeMs),
+    last_modified: formatTimestamp(stats.mtimeMs),
+    mimetype: null,
+    content: null,
+    format: null,
+    size: type === 'directory' ? null : stats.size,
+    hash: null,
+    hash_algorithm: null
+  };
+}
+
+/** Python's `base64.encodebytes`: base64 with a newline after every 76 characters and at the end. */
+export function encodeBase64Lines(bytes: Buffer): string {
+  if (bytes.length === 0) return '';
+  const flat = bytes.toString('base64');
+  const lines: string[] = [];
+  for (let i = 0; i < flat.length; i += 76) lines.push(flat.slice(i, i + 76));
+  return lines.join('\n') + '\n';
+}
+
+/**
+ * Python's `base64.decodebytes`: characters outside the alphabet are dropped, but the padding
+ * must be right. Returns undefined for input Python would refuse.
+ */
+export function decodeBase64Lenient(text: string): Buffer | undefined {
+  const cleaned = text.replace(/[^A-Za-z0-9+/=]/g, '');
+  const body = cleaned.replace(/=+$/, '');
+  if (body.includes('=')) return undefined;
+  if (body.length % 4 === 1) return undefined;
+  if (cleaned.length % 4 !== 0 && body.length % 4 !== 0) return undefined;
+  return Buffer.from(body, 'base64');
+}
+
+/** Does this file name denote a notebook by Jupyter's rule? */
+export function isNotebookName(name: string): boolean {
+  return name.endsWith('.ipynb');
+}

@@ -1,0 +1,146 @@
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import { HttpError, hasErrorCode } from '../errors';
+
+/**
+ * API paths are `/`-separated, relative to the contents root, with no leading or trailing slash
+ * (`""` is the root). Everything that turns one into a file-system path goes through this module,
+ * so that no request can reach outside the root.
+ */
+
+/** Longest file name most file systems accept, in bytes. */
+const MAX_NAME_BYTES = 255;
+
+/** Strip the slashes Jupyter strips from both ends of an API path. */
+export function normalizeApiPath(apiPath: string): string {
+  return apiPath.replace(/^\/+|\/+$/g, '');
+}
+
+/** The last segment of an API path (`""` for the root). */
+export function baseName(apiPath: string): string {
+  const index = apiPath.lastIndexOf('/');
+  return index < 0 ? apiPath : apiPath.slice(index + 1);
+}
+
+/** The parent directory of an API path (`""` for top-level items). */
+export function parentPath(apiPath: string): string {
+  const index = apiPath.lastIndexOf('/');
+  return index < 0 ? '' : apiPath.slice(0, index);
+}
+
+/** Join API path segments, dropping empty ones. */
+export function joinApiPath(...parts: string[]): string {
+  return parts
+    .map(normalizeApiPath)
+    .filter(part => part !== '')
+    .join('/');
+}
+
+/**
+ * Check an API path for every lexical way out of the root or into an invalid name, and return it
+ * normalised.
+ *
+ * #### Notes
+ * Jupyter answers 404 for paths outside the root; so do we, for `..` anywhere (Jupyter accepts
+ * `a/../b` when it stays inside; we refuse it, as no client sends it), NUL bytes and drive-like
+ * prefixes. Names longer than the file system allows get 400 instead of an OS error.
+ */
+export function checkApiPath(apiPath: string): string {
+  const normalized = normalizeApiPath(apiPath);
+  if (normalized.includes('\0')) {
+    throw new HttpError(404, 'The path contains a NUL byte and is not a valid path', 'invalid path');
+  }
+  if (normalized === '') return normalized;
+  for (const segment of normalized.split('/')) {
+    if (segment === '..' || segment === '.') {
+      throw new HttpError(404, `${normalized} is outside root contents directory`, 'outside root');
+    }
+    if (segment === '') {
+      throw new HttpError(404, `${normalized} is not a valid path: empty segment`, 'invalid path');
+    }
+    if (Buffer.byteLength(segment) > MAX_NAME_BYTES) {
+      throw new HttpError(400, `The name ${segment.slice(0, 40)}… is too long`, 'name too long');
+    }
+    if (segment.includes('\\')) {
+      throw new HttpError(400, `${normalized} may not contain a backslash`, 'invalid path');
+    }
+  }
+  if (/^[a-zA-Z]:/.test(normalized)) {
+    throw new HttpError(404, `${normalized} is not a relative API path`, 'invalid path');
+  }
+  return normalized;
+}
+
+/**
+ * Maps API paths to OS paths below one root directory, refusing symlinks that lead outside it.
+ */
+export class RootResolver {
+  /**
+   * @param rootDir - an absolute directory; its real path is resolved once.
+   */
+  constructor(readonly rootDir: string) {
+    this.rootDir = path.resolve(rootDir);
+  }
+
+  /** The OS path of an API path, checked lexically only (no file-system access). */
+  osPath(apiPath: string): string {
+    const checked = checkApiPath(apiPath);
+    return checked === '' ? this.rootDir : path.join(this.rootDir, ...checked.split('/'));
+  }
+
+  /**
+   * The OS path of an API path, after checking that following symlinks keeps it inside the root.
+   * A missing path is checked through its nearest existing ancestor, so that creating
+   * `link-outside/new.txt` is refused too.
+   */
+  async resolve(apiPath: string): Promise<string> {
+    const osPath = this.osPath(apiPath);
+    const realRoot = await this.realRoot();
+    let probe = osPath;
+    for (;;) {
+      try {
+        const real = await fs.realpath(probe);
+        if (!isInside(real, realRoot)) {
+          throw new HttpError(
+            404,
+            `${normalizeApiPath(apiPath)} is outside root contents directory`,
+            'outside root'
+          );
+        }
+        return osPath;
+      } catch (error) {
+        if (error instanceof HttpError) throw error;
+        if (!hasErrorCode(error, 'ENOENT', 'ENOTDIR')) {
+          if (hasErrorCode(error, 'ELOOP')) {
+            throw new HttpError(404, `${normalizeApiPath(apiPath)} is a symlink loop`, 'bad path');
+          }
+          if (hasErrorCode(error, 'EACCES', 'EPERM')) return osPath;
+          throw error;
+        }
+        const parent = path.dirname(probe);
+        if (parent === probe || probe === this.rootDir) return osPath;
+        probe = parent;
+      }
+    }
+  }
+
+  /** Does this OS path, with symlinks followed, stay inside the root? */
+  async isInsideRoot(osPath: string): Promise<boolean> {
+    try {
+      return isInside(await fs.realpath(osPath), await this.realRoot());
+    } catch {
+      return false;
+    }
+  }
+
+  private _realRoot: string | undefined;
+
+  private async realRoot(): Promise<string> {
+    if (this._realRoot === undefined) this._realRoot = await fs.realpath(this.rootDir);
+    return this._realRoot;
+  }
+}
+
+function isInside(candidate: string, root: string): boolean {
+  return candidate === root || candidate.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
+}

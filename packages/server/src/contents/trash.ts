@@ -1,0 +1,65 @@
+import * as fs from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { hasErrorCode } from '../errors';
+
+/**
+ * Move a file or directory to the freedesktop.org trash, as Jupyter's default `delete_to_trash`
+ * does through send2trash: the home trash when on the same device, else a `.Trash-<uid>`
+ * directory at the top of the item's mount.
+ */
+export async function moveToTrash(osPath: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const absolute = path.resolve(osPath);
+  const itemDevice = (await fs.lstat(absolute)).dev;
+  const homeTrash = path.join(
+    env.XDG_DATA_HOME || path.join(env.HOME || os.homedir(), '.local', 'share'),
+    'Trash'
+  );
+  const trash = (await deviceOf(homeTrash)) === itemDevice ? homeTrash : await mountTrash(absolute, itemDevice);
+  const filesDir = path.join(trash, 'files');
+  const infoDir = path.join(trash, 'info');
+  await fs.mkdir(filesDir, { recursive: true, mode: 0o700 });
+  await fs.mkdir(infoDir, { recursive: true, mode: 0o700 });
+
+  const { name, ext } = path.parse(absolute);
+  const base = path.basename(absolute);
+  const stamp = new Date();
+  const local = new Date(stamp.getTime() - stamp.getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
+  const location = trash === homeTrash ? absolute : path.relative(path.dirname(trash), absolute);
+  const info = `[Trash Info]\nPath=${encodeURI(location).replace(/[?#]/g, encodeURIComponent)}\nDeletionDate=${local}\n`;
+  for (let counter = 1; ; counter++) {
+    const entry = counter === 1 ? base : `${name} ${counter}${ext}`;
+    try {
+      await fs.writeFile(path.join(infoDir, `${entry}.trashinfo`), info, { flag: 'wx' });
+    } catch (error) {
+      if (hasErrorCode(error, 'EEXIST')) continue;
+      throw error;
+    }
+    try {
+      await fs.rename(absolute, path.join(filesDir, entry));
+    } catch (error) {
+      await fs.rm(path.join(infoDir, `${entry}.trashinfo`), { force: true });
+      throw error;
+    }
+    return;
+  }
+}
+
+async function deviceOf(candidate: string): Promise<number | undefined> {
+  for (let probe = candidate; ; probe = path.dirname(probe)) {
+    try {
+      return (await fs.stat(probe)).dev;
+    } catch {
+      if (path.dirname(probe) === probe) return undefined;
+    }
+  }
+}
+
+async function mountTrash(absolute: string, device: number): Promise<string> {
+  let top = absolute;
+  while (path.dirname(top) !== top && (await fs.stat(path.dirname(top))).dev === device) {
+    top = path.dirname(top);
+  }
+  const uid = process.getuid?.() ?? 0;
+  return path.join(top, `.Trash-${uid}`);
+}
