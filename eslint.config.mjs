@@ -8,12 +8,21 @@ export default tseslint.config(
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
-      'no-constant-condition': ['error', { checkLoops: false }]
+      'no-constant-condition': ['error', { checkLoops: false }],
+      // Options interfaces live in a namespace merged with their class, as in JupyterLab.
+      '@typescript-eslint/no-namespace': 'off'
     }
   },
   {
     files: ['**/*.js', '**/*.cjs'],
-    languageOptions: { globals: { require: 'readonly', module: 'writable', __dirname: 'readonly', process: 'readonly' } },
+    languageOptions: {
+      globals: {
+        require: 'readonly',
+        module: 'writable',
+        __dirname: 'readonly',
+        process: 'readonly'
+      }
+    },
     rules: { '@typescript-eslint/no-require-imports': 'off' }
   }
 );

@@ -54,13 +54,17 @@ function main(argv: string[]): void {
     return;
   }
   const port = values.port === undefined ? 8888 : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) usageError(`--port: '${values.port}' is not a port`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    usageError(`--port: '${values.port}' is not a port`);
   const ip = (values.ip as string | undefined) ?? '127.0.0.1';
   if (!/^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(ip)) {
-    usageError(`--ip: '${ip}' is not a loopback address; the contents server has no authentication`);
+    usageError(
+      `--ip: '${ip}' is not a loopback address; the contents server has no authentication`
+    );
   }
   const rootDir = path.resolve(
-    (values['root-dir'] as string | undefined) ?? mkdtempSync(path.join(os.tmpdir(), 'jupyter-store-'))
+    (values['root-dir'] as string | undefined) ??
+      mkdtempSync(path.join(os.tmpdir(), 'jupyter-store-'))
   );
   const app = createApp({ rootDir, baseUrl: values['base-url'] as string | undefined });
   const server = app.listen(port, ip, () => {

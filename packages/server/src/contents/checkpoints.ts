@@ -84,7 +84,8 @@ export class FileCheckpoints {
     try {
       bytes = await fs.readFile(source);
     } catch (error) {
-      if (hasErrorCode(error, 'ENOENT', 'EISDIR', 'ENOTDIR')) this.noSuchCheckpoint(apiPath, checkpointId);
+      if (hasErrorCode(error, 'ENOENT', 'EISDIR', 'ENOTDIR'))
+        this.noSuchCheckpoint(apiPath, checkpointId);
       throw error;
     }
     const target = this.resolver.osPath(apiPath);

@@ -14,7 +14,10 @@ import { HttpError, hasErrorCode } from '../errors';
  * directory, so a reader sees either the old bytes or the new ones. Mode and ownership of an
  * existing target are kept, and a symlinked target is written through the link, as Jupyter does.
  */
-export async function writeFileAtomic(osPath: string, data: Buffer | readonly Buffer[]): Promise<void> {
+export async function writeFileAtomic(
+  osPath: string,
+  data: Buffer | readonly Buffer[]
+): Promise<void> {
   const target = await followSymlink(osPath);
   const existing = await statOrUndefined(target);
   if (existing?.isDirectory()) {

@@ -116,7 +116,11 @@ export class ContentsManager {
   async get(apiPath: string, options: ContentsManager.IGetOptions = {}): Promise<ContentsModel> {
     const normalized = normalizeApiPath(apiPath);
     const osPath = await this.resolver.resolve(normalized);
-    const notFound = new HttpError(404, `file or directory does not exist: '${normalized}'`, 'not found');
+    const notFound = new HttpError(
+      404,
+      `file or directory does not exist: '${normalized}'`,
+      'not found'
+    );
     const lstats = await lstatOrUndefined(osPath);
     if (!lstats) throw notFound;
     if (await this.isHidden(normalized)) throw notFound;
@@ -134,14 +138,24 @@ export class ContentsManager {
     if (options.type === 'directory') {
       throw new HttpError(400, `${normalized} is not a directory`, 'bad type');
     }
-    return this.fileModel(normalized, osPath, lstats, content, options.format, options.hash ?? false);
+    return this.fileModel(
+      normalized,
+      osPath,
+      lstats,
+      content,
+      options.format,
+      options.hash ?? false
+    );
   }
 
   /**
    * PUT: save over an existing file, or create a new item. Returns the model without content and
    * whether the item was created.
    */
-  async put(apiPath: string, request: ISaveRequest): Promise<{ model: ContentsModel; created: boolean }> {
+  async put(
+    apiPath: string,
+    request: ISaveRequest
+  ): Promise<{ model: ContentsModel; created: boolean }> {
     const normalized = normalizeApiPath(apiPath);
     const type = normalizeType(request.type);
     const existed = await this.fileExists(normalized);
@@ -173,7 +187,11 @@ export class ContentsManager {
     }
     const chunk = request.chunk;
     if (chunk !== undefined && chunk !== null && request.type !== 'file') {
-      throw new HttpError(400, `Only files may be uploaded in chunks, not ${request.type}`, 'bad request');
+      throw new HttpError(
+        400,
+        `Only files may be uploaded in chunks, not ${request.type}`,
+        'bad request'
+      );
     }
     if (normalized === '' && request.type !== 'directory') {
       throw new HttpError(400, 'Cannot save over the root directory', 'bad request');
@@ -213,7 +231,12 @@ export class ContentsManager {
     const model = await this.get(normalized, { content: false });
     if (validationMessage) model.message = validationMessage;
     if (saved && request.type !== 'directory') {
-      this.emitSaved({ path: normalized, type: request.type as 'file' | 'notebook', bytes: saved, savedAt: Date.now() });
+      this.emitSaved({
+        path: normalized,
+        type: request.type as 'file' | 'notebook',
+        bytes: saved,
+        savedAt: Date.now()
+      });
     }
     return model;
   }
@@ -288,7 +311,7 @@ export class ContentsManager {
     const to = normalizeApiPath(newPath);
     if (from !== to) {
       if (from === '') throw new HttpError(400, 'Cannot rename the root directory', 'bad request');
-      if (await this.isHidden(from) || (await this.isHidden(to))) {
+      if ((await this.isHidden(from)) || (await this.isHidden(to))) {
         throw new HttpError(400, `Cannot rename file or directory '${from}'`, 'hidden');
       }
       const fromOs = await this.resolver.resolve(from);
@@ -304,7 +327,11 @@ export class ContentsManager {
           throw new HttpError(404, `File or directory does not exist: ${from}`, 'not found');
         }
         if (hasErrorCode(error, 'EXDEV')) {
-          await fs.cp(fromOs, toOs, { recursive: true, preserveTimestamps: true, errorOnExist: true });
+          await fs.cp(fromOs, toOs, {
+            recursive: true,
+            preserveTimestamps: true,
+            errorOnExist: true
+          });
           await fs.rm(fromOs, { recursive: true });
         } else throw toHttpError(error, from, 'renaming');
       }
@@ -322,7 +349,8 @@ export class ContentsManager {
       throw new HttpError(400, `Cannot delete file or directory '${normalized}'`, 'hidden');
     }
     const lstats = await lstatOrUndefined(osPath);
-    if (!lstats) throw new HttpError(404, `File or directory does not exist: ${normalized}`, 'not found');
+    if (!lstats)
+      throw new HttpError(404, `File or directory does not exist: ${normalized}`, 'not found');
     try {
       if (this.deleteToTrash) {
         try {
@@ -402,10 +430,12 @@ export class ContentsManager {
         if (!entry.isFile() && !entry.isDirectory() && !entry.isSymbolicLink()) return undefined;
         const childOs = path.join(osPath, entry.name);
         try {
-          if (entry.isSymbolicLink() && !(await this.resolver.isInsideRoot(childOs))) return undefined;
+          if (entry.isSymbolicLink() && !(await this.resolver.isInsideRoot(childOs)))
+            return undefined;
           const childLstats = await fs.lstat(childOs);
           const childStats = entry.isSymbolicLink() ? await fs.stat(childOs) : childLstats;
-          if (!this.allowHidden && (await isItemHidden(entry.name, childOs, childStats))) return undefined;
+          if (!this.allowHidden && (await isItemHidden(entry.name, childOs, childStats)))
+            return undefined;
           const childPath = joinApiPath(apiPath, entry.name);
           const type: ContentsType = childStats.isDirectory()
             ? 'directory'
@@ -470,7 +500,11 @@ export class ContentsManager {
         read = readNotebook(bytes);
       } catch (error) {
         if (error instanceof NotebookParseError) {
-          throw new HttpError(400, `Unreadable Notebook: ${apiPath} ${error.message}`, 'unreadable notebook');
+          throw new HttpError(
+            400,
+            `Unreadable Notebook: ${apiPath} ${error.message}`,
+            'unreadable notebook'
+          );
         }
         throw error;
       }
@@ -508,7 +542,8 @@ export class ContentsManager {
     }
     const stats = await statOrUndefined(osPath);
     if (!stats) await fs.mkdir(osPath);
-    else if (!stats.isDirectory()) throw new HttpError(400, `Not a directory: ${apiPath}`, 'bad type');
+    else if (!stats.isDirectory())
+      throw new HttpError(400, `Not a directory: ${apiPath}`, 'bad type');
   }
 
   private async checkParentDirectory(apiPath: string): Promise<void> {
@@ -541,7 +576,11 @@ export class ContentsManager {
         filter: async from => from === fromOs || this.resolver.isInsideRoot(from)
       });
     } catch (error) {
-      throw new HttpError(400, `Can't copy '${source}' into read-only Folder '${target}'`, toReason(error));
+      throw new HttpError(
+        400,
+        `Can't copy '${source}' into read-only Folder '${target}'`,
+        toReason(error)
+      );
     }
     return this.get(target, { content: false });
   }
@@ -609,16 +648,29 @@ function asNotebook(content: unknown): NotebookNode {
   return content as NotebookNode;
 }
 
-function decodeFileContent(apiPath: string, content: unknown, format: string | null | undefined): Buffer {
+function decodeFileContent(
+  apiPath: string,
+  content: unknown,
+  format: string | null | undefined
+): Buffer {
   if (format !== 'text' && format !== 'base64') {
-    throw new HttpError(400, "Must specify format of file contents as 'text' or 'base64'", 'bad format');
+    throw new HttpError(
+      400,
+      "Must specify format of file contents as 'text' or 'base64'",
+      'bad format'
+    );
   }
   if (typeof content !== 'string') {
-    throw new HttpError(400, `Encoding error saving ${apiPath}: content must be a string`, 'bad format');
+    throw new HttpError(
+      400,
+      `Encoding error saving ${apiPath}: content must be a string`,
+      'bad format'
+    );
   }
   if (format === 'text') return Buffer.from(content, 'utf8');
   const bytes = decodeBase64Lenient(content);
-  if (!bytes) throw new HttpError(400, `Encoding error saving ${apiPath}: invalid base64`, 'bad format');
+  if (!bytes)
+    throw new HttpError(400, `Encoding error saving ${apiPath}: invalid base64`, 'bad format');
   return bytes;
 }
 

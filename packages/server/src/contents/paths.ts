@@ -48,7 +48,11 @@ export function joinApiPath(...parts: string[]): string {
 export function checkApiPath(apiPath: string): string {
   const normalized = normalizeApiPath(apiPath);
   if (normalized.includes('\0')) {
-    throw new HttpError(404, 'The path contains a NUL byte and is not a valid path', 'invalid path');
+    throw new HttpError(
+      404,
+      'The path contains a NUL byte and is not a valid path',
+      'invalid path'
+    );
   }
   if (normalized === '') return normalized;
   for (const segment of normalized.split('/')) {
@@ -142,5 +146,7 @@ export class RootResolver {
 }
 
 function isInside(candidate: string, root: string): boolean {
-  return candidate === root || candidate.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
+  return (
+    candidate === root || candidate.startsWith(root.endsWith(path.sep) ? root : root + path.sep)
+  );
 }

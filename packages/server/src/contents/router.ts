@@ -40,7 +40,9 @@ export function createContentsRouter(options: ContentsRouter.IOptions): Router {
 
   async function route(req: Request, res: Response): Promise<void> {
     const rawPath = req.url.split('?')[0];
-    const query = new URLSearchParams(req.url.includes('?') ? req.url.slice(req.url.indexOf('?') + 1) : '');
+    const query = new URLSearchParams(
+      req.url.includes('?') ? req.url.slice(req.url.indexOf('?') + 1) : ''
+    );
     let match: RegExpMatchArray | null;
     if ((match = CHECKPOINT_ROUTE.exec(rawPath))) {
       const apiPath = decodePath(match[1]);
@@ -105,9 +107,14 @@ export function createContentsRouter(options: ContentsRouter.IOptions): Router {
     }
   }
 
-  async function getContents(apiPath: string, query: URLSearchParams, res: Response): Promise<void> {
+  async function getContents(
+    apiPath: string,
+    query: URLSearchParams,
+    res: Response
+  ): Promise<void> {
     let type = lastValue(query, 'type');
-    if (type !== undefined && type !== 'directory' && type !== 'file' && type !== 'notebook') type = 'file';
+    if (type !== undefined && type !== 'directory' && type !== 'file' && type !== 'notebook')
+      type = 'file';
     const format = lastValue(query, 'format');
     if (format !== undefined && format !== 'text' && format !== 'base64') {
       throw new HttpError(400, `Format '${format}' is invalid`, 'bad format');
@@ -118,7 +125,11 @@ export function createContentsRouter(options: ContentsRouter.IOptions): Router {
     }
     const hash = lastValue(query, 'hash') ?? '0';
     if (hash !== '0' && hash !== '1') {
-      throw new HttpError(400, `Hash argument '${hash}' is invalid. It must be '0' or '1'.`, 'bad hash');
+      throw new HttpError(
+        400,
+        `Hash argument '${hash}' is invalid. It must be '0' or '1'.`,
+        'bad hash'
+      );
     }
     const model = await manager.get(apiPath, {
       type: type as ContentsModel['type'] | undefined,
@@ -135,9 +146,12 @@ export function createContentsRouter(options: ContentsRouter.IOptions): Router {
       return;
     }
     const request = parseBody(SaveRequestSchema, body);
-    if (request.copy_from) throw new HttpError(400, 'Cannot copy with PUT, only POST', 'bad request');
+    if (request.copy_from)
+      throw new HttpError(400, 'Cannot copy with PUT, only POST', 'bad request');
     if (
-      (typeof request.path === 'string' && request.path !== '' && (await manager.isHidden(request.path))) ||
+      (typeof request.path === 'string' &&
+        request.path !== '' &&
+        (await manager.isHidden(request.path))) ||
       (await manager.isHidden(apiPath))
     ) {
       throw new HttpError(400, `Cannot create file or directory '${apiPath}'`, 'hidden');
@@ -161,13 +175,20 @@ export function createContentsRouter(options: ContentsRouter.IOptions): Router {
     }
     const request = parseBody(CreateRequestSchema, body);
     if (request.copy_from) {
-      if ((await manager.isHidden(apiPath)) || (await manager.isHidden(checkApiPath(request.copy_from)))) {
+      if (
+        (await manager.isHidden(apiPath)) ||
+        (await manager.isHidden(checkApiPath(request.copy_from)))
+      ) {
         throw new HttpError(400, `Cannot copy file or directory '${apiPath}'`, 'hidden');
       }
       sendModel(res, 201, await manager.copy(request.copy_from, apiPath), true);
       return;
     }
-    const model = await manager.newUntitled(apiPath, normalizeType(request.type), request.ext ?? '');
+    const model = await manager.newUntitled(
+      apiPath,
+      normalizeType(request.type),
+      request.ext ?? ''
+    );
     sendModel(res, 201, model, true);
   }
 
@@ -209,7 +230,8 @@ export function sendJson(res: Response, status: number, body: unknown): void {
 
 function decodePath(raw: string): string {
   const decoded = decodeUrlPath(raw);
-  if (decoded === undefined) throw new HttpError(400, 'Invalid unicode in the request path', 'bad path');
+  if (decoded === undefined)
+    throw new HttpError(400, 'Invalid unicode in the request path', 'bad path');
   return checkApiPath(decoded);
 }
 
@@ -223,7 +245,12 @@ function methodNotAllowed(): never {
 }
 
 function isEmptyObject(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.keys(value).length === 0
+  );
 }
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
@@ -232,7 +259,11 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 function jsonBody(req: Request): unknown {
   const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
   let start = 0;
-  while (start < raw.length && (raw[start] === 0x20 || raw[start] === 0x0a || raw[start] === 0x0d || raw[start] === 0x09)) start++;
+  while (
+    start < raw.length &&
+    (raw[start] === 0x20 || raw[start] === 0x0a || raw[start] === 0x0d || raw[start] === 0x09)
+  )
+    start++;
   if (start === raw.length) return undefined;
   let text: string;
   try {
@@ -247,7 +278,16 @@ function jsonBody(req: Request): unknown {
   }
 }
 
-function parseBody<T>(schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } }, body: unknown): T {
+function parseBody<T>(
+  schema: {
+    safeParse(
+      value: unknown
+    ):
+      | { success: true; data: T }
+      | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } };
+  },
+  body: unknown
+): T {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new HttpError(400, 'The request body must be a JSON object', 'bad request');
   }

@@ -8,14 +8,18 @@ import { hasErrorCode } from '../errors';
  * does through send2trash: the home trash when on the same device, else a `.Trash-<uid>`
  * directory at the top of the item's mount.
  */
-export async function moveToTrash(osPath: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+export async function moveToTrash(
+  osPath: string,
+  env: NodeJS.ProcessEnv = process.env
+): Promise<void> {
   const absolute = path.resolve(osPath);
   const itemDevice = (await fs.lstat(absolute)).dev;
   const homeTrash = path.join(
     env.XDG_DATA_HOME || path.join(env.HOME || os.homedir(), '.local', 'share'),
     'Trash'
   );
-  const trash = (await deviceOf(homeTrash)) === itemDevice ? homeTrash : await mountTrash(absolute, itemDevice);
+  const trash =
+    (await deviceOf(homeTrash)) === itemDevice ? homeTrash : await mountTrash(absolute, itemDevice);
   const filesDir = path.join(trash, 'files');
   const infoDir = path.join(trash, 'info');
   await fs.mkdir(filesDir, { recursive: true, mode: 0o700 });
@@ -24,7 +28,9 @@ export async function moveToTrash(osPath: string, env: NodeJS.ProcessEnv = proce
   const { name, ext } = path.parse(absolute);
   const base = path.basename(absolute);
   const stamp = new Date();
-  const local = new Date(stamp.getTime() - stamp.getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
+  const local = new Date(stamp.getTime() - stamp.getTimezoneOffset() * 60_000)
+    .toISOString()
+    .slice(0, 19);
   const location = trash === homeTrash ? absolute : path.relative(path.dirname(trash), absolute);
   const info = `[Trash Info]\nPath=${encodeURI(location).replace(/[?#]/g, encodeURIComponent)}\nDeletionDate=${local}\n`;
   for (let counter = 1; ; counter++) {

@@ -2,7 +2,12 @@ import type { ErrorRequestHandler, Response } from 'express';
 import { HttpError } from '../errors';
 
 /** Send Jupyter's error body `{"message", "reason"}` with the status. */
-export function sendError(res: Response, status: number, message: string, reason: string | null): void {
+export function sendError(
+  res: Response,
+  status: number,
+  message: string,
+  reason: string | null
+): void {
   if (res.headersSent) {
     res.destroy();
     return;
@@ -17,7 +22,9 @@ export function sendError(res: Response, status: number, message: string, reason
  * errors keep theirs (413 too large, 400 bad encoding); anything unexpected is a 500 whose body
  * says only "Unhandled error", never a stack trace.
  */
-export function errorHandler(log: (message: string, error: unknown) => void = defaultLog): ErrorRequestHandler {
+export function errorHandler(
+  log: (message: string, error: unknown) => void = defaultLog
+): ErrorRequestHandler {
   return (error, _req, res, _next) => {
     if (error instanceof HttpError) {
       sendError(res, error.status, error.message, error.reason);

@@ -11,7 +11,9 @@ import { decodeUrlPath, pythonQuote } from '../../src/http/quote';
 describe('model helpers', () => {
   it('#formatTimestamp() renders like Python isoformat with Z', () => {
     expect(formatTimestamp(Date.UTC(2024, 0, 2, 3, 4, 5))).toBe('2024-01-02T03:04:05Z');
-    expect(formatTimestamp(Date.UTC(2024, 0, 2, 3, 4, 5) + 123.456)).toBe('2024-01-02T03:04:05.123456Z');
+    expect(formatTimestamp(Date.UTC(2024, 0, 2, 3, 4, 5) + 123.456)).toBe(
+      '2024-01-02T03:04:05.123456Z'
+    );
   });
 
   it('#encodeBase64Lines() wraps at 76 characters like base64.encodebytes', () => {

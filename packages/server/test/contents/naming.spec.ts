@@ -8,7 +8,10 @@ describe('naming', () => {
       expect(splitForCounter('a.tar.gz')).toEqual({ stem: 'a', suffix: '.tar.gz' });
     });
     it('puts the counter before the last dot for notebooks', () => {
-      expect(splitForCounter('my.analysis.ipynb')).toEqual({ stem: 'my.analysis', suffix: '.ipynb' });
+      expect(splitForCounter('my.analysis.ipynb')).toEqual({
+        stem: 'my.analysis',
+        suffix: '.ipynb'
+      });
     });
     it('has no suffix without a dot', () => {
       expect(splitForCounter('Untitled Folder')).toEqual({ stem: 'Untitled Folder', suffix: '' });
@@ -20,14 +23,18 @@ describe('naming', () => {
       expect(await incrementName('Untitled.ipynb', takenIn([]))).toBe('Untitled.ipynb');
     });
     it('counts from 1 without a separator', async () => {
-      expect(await incrementName('Untitled.ipynb', takenIn(['Untitled.ipynb', 'Untitled1.ipynb']))).toBe(
-        'Untitled2.ipynb'
-      );
+      expect(
+        await incrementName('Untitled.ipynb', takenIn(['Untitled.ipynb', 'Untitled1.ipynb']))
+      ).toBe('Untitled2.ipynb');
       expect(await incrementName('a.tar.gz', takenIn(['a.tar.gz']))).toBe('a1.tar.gz');
     });
     it('inserts a space for folders and -Copy for copies', async () => {
-      expect(await incrementName('Untitled Folder', takenIn(['Untitled Folder']), ' ')).toBe('Untitled Folder 1');
-      expect(await incrementName('a.ipynb', takenIn(['a.ipynb', 'a-Copy1.ipynb']), '-Copy')).toBe('a-Copy2.ipynb');
+      expect(await incrementName('Untitled Folder', takenIn(['Untitled Folder']), ' ')).toBe(
+        'Untitled Folder 1'
+      );
+      expect(await incrementName('a.ipynb', takenIn(['a.ipynb', 'a-Copy1.ipynb']), '-Copy')).toBe(
+        'a-Copy2.ipynb'
+      );
     });
   });
 

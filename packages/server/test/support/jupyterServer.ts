@@ -236,6 +236,19 @@ export async function startJupyterServer(options: JupyterServerOptions): Promise
   throw lastError ?? new Error('Jupyter Server did not start');
 }
 
+/** Wait for the exit promise, at most `ms`; the timer never outlives the wait. */
+async function exitWithin(exited: Promise<number | null>, ms: number): Promise<'exited' | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((r) => {
+    timer = setTimeout(() => r('timeout'), ms);
+  });
+  try {
+    return await Promise.race([exited.then(() => 'exited' as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function stopChild(
   child: ChildProcess,
   exited: Promise<number | null>,
@@ -245,10 +258,9 @@ async function stopChild(
 ): Promise<void> {
   if (!hasExited()) {
     child.kill('SIGTERM');
-    const timer = sleep(killAfterMs).then(() => 'timeout' as const);
-    if ((await Promise.race([exited, timer])) === 'timeout' && !hasExited()) {
+    if ((await exitWithin(exited, killAfterMs)) === 'timeout' && !hasExited()) {
       child.kill('SIGKILL');
-      await Promise.race([exited, sleep(5_000)]);
+      await exitWithin(exited, 5_000);
     }
   }
   if (removeDir !== undefined) await rm(removeDir, { recursive: true, force: true });

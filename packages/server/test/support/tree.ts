@@ -260,8 +260,16 @@ export async function snapshotDir(dir: string, skip: readonly string[] = []): Pr
   return out;
 }
 
+/** One difference between two snapshots. */
+export interface SnapshotDifference {
+  /** The relative path. */
+  readonly path: string;
+  /** A one-line description. */
+  readonly text: string;
+}
+
 /**
- * Describe the differences between two snapshots, one line each; empty when they are equal.
+ * Describe the differences between two snapshots; empty when they are equal.
  *
  * @param a - the first snapshot (e.g. Jupyter's root).
  * @param b - the second snapshot (e.g. ours).
@@ -271,18 +279,19 @@ export function diffSnapshots(
   a: Map<string, DiskEntry>,
   b: Map<string, DiskEntry>,
   labels: readonly [string, string] = ['jupyter', 'ours']
-): string[] {
-  const lines: string[] = [];
+): SnapshotDifference[] {
+  const out: SnapshotDifference[] = [];
   const show = (e: DiskEntry): string =>
     e.type === 'file' ? `file ${e.size} bytes sha256 ${e.digest.slice(0, 12)}` : `${e.type} ${e.digest}`.trim();
   for (const key of [...new Set([...a.keys(), ...b.keys()])].sort()) {
     const x = a.get(key);
     const y = b.get(key);
-    if (x === undefined && y !== undefined) lines.push(`${JSON.stringify(key)}: only in ${labels[1]} (${show(y)})`);
+    const name = JSON.stringify(key);
+    if (x === undefined && y !== undefined) out.push({ path: key, text: `${name}: only in ${labels[1]} (${show(y)})` });
     else if (y === undefined && x !== undefined)
-      lines.push(`${JSON.stringify(key)}: only in ${labels[0]} (${show(x)})`);
+      out.push({ path: key, text: `${name}: only in ${labels[0]} (${show(x)})` });
     else if (x !== undefined && y !== undefined && (x.type !== y.type || x.digest !== y.digest))
-      lines.push(`${JSON.stringify(key)}: ${labels[0]} ${show(x)}, ${labels[1]} ${show(y)}`);
+      out.push({ path: key, text: `${name}: ${labels[0]} ${show(x)}, ${labels[1]} ${show(y)}` });
   }
-  return lines;
+  return out;
 }

@@ -1,0 +1,33 @@
+/**
+ * Notebook trust shared with Jupyter: nbformat's notary (secret, HMAC, signature database) and the
+ * Jupyter data directory it lives in.
+ */
+export {
+  NOTARY_ALGORITHMS,
+  NotebookNotary,
+  NotebookSignatureError,
+  compareCodePoints,
+  encodeBase64Lines,
+  pythonTruthy,
+  walkJson,
+  walkNotebook,
+  type ICanonicalSink
+} from './notary';
+export {
+  DEFAULT_CACHE_SIZE,
+  MemorySignatureStore,
+  SQLiteSignatureStore,
+  SignatureStoreBusyError,
+  countLocksOnInode,
+  foreignTransactionVisible,
+  pythonUtcIsoformat,
+  type ISignatureStore
+} from './signatureStore';
+export {
+  ensureJupyterDir,
+  envSet,
+  jupyterConfigDir,
+  jupyterDataDir,
+  jupyterHomeDir,
+  type IJupyterPathContext
+} from './paths';
