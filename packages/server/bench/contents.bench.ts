@@ -371,12 +371,12 @@ function plans(quick: boolean): Record<string, IPlan> {
   return {
     cycle: plan(5, 8, 25),
     listing: plan(1, 3, 2),
-    'get-100KB': plan(10, 10, 30),
-    'get-1MB': plan(3, 8, 15),
+    'get-100KB': plan(10, 8, 25),
+    'get-1MB': plan(3, 6, 15),
     'get-10MB': plan(1, 5, 4),
     'get-50MB': plan(1, 4, 2),
-    'put-100KB': plan(10, 10, 30),
-    'put-1MB': plan(3, 8, 15),
+    'put-100KB': plan(10, 8, 25),
+    'put-1MB': plan(3, 6, 15),
     'put-10MB': plan(1, 5, 4),
     'put-50MB': plan(1, 4, 2)
   };
@@ -837,7 +837,8 @@ async function run(): Promise<void> {
   // the small operations, so that the growth it shows is not hidden by memory that earlier large
   // requests left behind in the heap.
   const samples = new Map<string, Record<Side, number[]>>();
-  for (const operation of operations) for (const row of operation.rows) samples.set(row, { jupyter: [], ours: [] });
+  for (const operation of operations)
+    for (const row of operation.rows) samples.set(row, { jupyter: [], ours: [] });
   const runFirst = ['cycle', 'listing', 'put-50MB'];
   const executionOrder = [
     ...runFirst.flatMap(id => operations.filter(operation => operation.id === id)),

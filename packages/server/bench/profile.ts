@@ -45,7 +45,12 @@ export interface IProfileSummary {
   readonly byInclusive: IProfileRow[];
   /** Source files by self time. */
   readonly byFile: IProfileRow[];
+  /** Self time by call path: the function and its nearest callers (innermost first). */
+  readonly byStack: IProfileRow[];
 }
+
+/** Frames shown per call path in {@link IProfileSummary.byStack}. */
+const STACK_DEPTH = 5;
 
 const SYNTHETIC = new Set(['(root)', '(program)', '(idle)', '(garbage collector)']);
 
@@ -98,6 +103,7 @@ export async function summariseProfile(
   const self = new Map<string, number>();
   const files = new Map<string, number>();
   const inclusive = new Map<string, number>();
+  const stacks = new Map<string, number>();
   for (const [id, us] of selfUs) {
     const node = byId.get(id);
     if (node === undefined || node.callFrame.functionName === '(idle)') continue;
@@ -107,6 +113,18 @@ export async function summariseProfile(
     const file =
       shortFile(node.callFrame.url, repoRoot) || node.callFrame.functionName || '(native)';
     files.set(file, (files.get(file) ?? 0) + us / 1000);
+    const path: string[] = [];
+    for (
+      let at: number | undefined = id;
+      at !== undefined && path.length < STACK_DEPTH;
+      at = parent.get(at)
+    ) {
+      const frame = byId.get(at)?.callFrame;
+      if (frame !== undefined && !SYNTHETIC.has(frame.functionName))
+        path.push(label(frame, repoRoot));
+    }
+    const stackKey = path.join(' ← ') || key;
+    stacks.set(stackKey, (stacks.get(stackKey) ?? 0) + us / 1000);
     // Count each function once per stack (recursion must not double its inclusive time).
     const seen = new Set<string>();
     for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
@@ -123,7 +141,8 @@ export async function summariseProfile(
     busyMs,
     bySelf: top(self, busyMs, count),
     byInclusive: top(inclusive, busyMs, count),
-    byFile: top(files, busyMs, count)
+    byFile: top(files, busyMs, count),
+    byStack: top(stacks, busyMs, count)
   };
 }
 
@@ -141,6 +160,7 @@ export function formatProfileSummary(summary: IProfileSummary): string {
     `busy time: ${summary.busyMs.toFixed(0)} ms`,
     table('by self time:', summary.bySelf),
     table('by inclusive time:', summary.byInclusive),
-    table('by file (self time):', summary.byFile)
+    table('by file (self time):', summary.byFile),
+    table('by call path (self time; innermost first):', summary.byStack)
   ].join('\n\n');
 }

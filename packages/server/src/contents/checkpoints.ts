@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { HttpError, hasErrorCode } from '../errors';
 import { writeFileAtomic } from './fileio';
 import { formatTimestamp } from './model';
-import { parentPath, baseName, type RootResolver } from './paths';
+import { parentPath, baseName, splitExtension, type RootResolver } from './paths';
 
 /** Jupyter keeps one checkpoint per file, with this id. */
 export const CHECKPOINT_ID = 'checkpoint';
@@ -128,13 +128,6 @@ export class FileCheckpoints {
   private noSuchCheckpoint(apiPath: string, checkpointId: string): never {
     throw new HttpError(404, `Checkpoint does not exist: ${apiPath}@${checkpointId}`, 'not found');
   }
-}
-
-/** Python's `os.path.splitext`: the last dot, ignoring leading dots of the name. */
-export function splitExtension(name: string): { name: string; ext: string } {
-  const dot = name.lastIndexOf('.');
-  if (dot <= 0 || /^\.+$/.test(name.slice(0, dot + 1))) return { name, ext: '' };
-  return { name: name.slice(0, dot), ext: name.slice(dot) };
 }
 
 async function canWrite(directory: string): Promise<boolean> {

@@ -70,6 +70,7 @@ export class ContentsManager {
     this.hashAlgorithm = options.hashAlgorithm ?? 'sha256';
     this.maxCopyFolderBytes = (options.maxCopyFolderSizeMb ?? 500) * 1024 * 1024;
     this.shouldHide = compileGlobs(options.hideGlobs ?? DEFAULT_HIDE_GLOBS);
+    this.log = options.log ?? (message => process.stderr.write(`[jupyter-store] ${message}\n`));
   }
 
   /** The root directory, absolute. */
@@ -203,7 +204,7 @@ export class ContentsManager {
     try {
       if (request.type === 'notebook') {
         const notebook = asNotebook(request.content);
-        if (this.notary && this.notary.checkCells(notebook)) await this.notary.sign(notebook);
+        await this.signIfTrusted(normalized, notebook);
         const bytes = writeNotebook(notebook);
         await writeFileAtomic(osPath, bytes);
         saved = bytes;
@@ -433,7 +434,9 @@ export class ContentsManager {
           if (entry.isSymbolicLink() && !(await this.resolver.isInsideRoot(childOs)))
             return undefined;
           const childLstats = await fs.lstat(childOs);
-          const childStats = entry.isSymbolicLink() ? await fs.stat(childOs) : childLstats;
+          const childStats = entry.isSymbolicLink()
+            ? ((await statOrUndefined(childOs)) ?? childLstats)
+            : childLstats;
           if (!this.allowHidden && (await isItemHidden(entry.name, childOs, childStats)))
             return undefined;
           const childPath = joinApiPath(apiPath, entry.name);
@@ -536,6 +539,19 @@ export class ContentsManager {
     model.hash_algorithm = this.hashAlgorithm;
   }
 
+  /**
+   * Jupyter's `check_and_sign`. A notary that can't be reached (its database busy with another
+   * Jupyter process) leaves the notebook unsigned rather than losing the save.
+   */
+  private async signIfTrusted(apiPath: string, notebook: NotebookNode): Promise<void> {
+    if (!this.notary || !this.notary.checkCells(notebook)) return;
+    try {
+      await this.notary.sign(notebook);
+    } catch (error) {
+      this.log(`could not sign ${apiPath}; it stays untrusted: ${(error as Error).message}`);
+    }
+  }
+
   private async saveDirectory(apiPath: string, osPath: string): Promise<void> {
     if (await this.isHidden(apiPath)) {
       throw new HttpError(400, `Cannot create directory '${apiPath}'`, 'hidden');
@@ -605,6 +621,7 @@ export class ContentsManager {
   private readonly maxCopyFolderBytes: number;
   private readonly shouldHide: (name: string) => boolean;
   private readonly listeners = new Set<SaveListener>();
+  private readonly log: (message: string) => void;
 }
 
 export namespace ContentsManager {
@@ -625,6 +642,8 @@ export namespace ContentsManager {
     hashAlgorithm?: string;
     /** Largest directory a copy accepts, in MB (default 500). */
     maxCopyFolderSizeMb?: number;
+    /** Where warnings go (default: stderr). */
+    log?: (message: string) => void;
   }
 
   export interface IGetOptions {

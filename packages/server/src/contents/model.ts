@@ -1,8 +1,9 @@
 import type { ContentsModel, ContentsType } from '@jupyter-store/contract';
 import { constants as fsConstants, type Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
-import { lookup as lookupMimeType } from 'mime-types';
 import { baseName } from './paths';
+
+export { guessMimeType } from './mimetypes';
 
 /**
  * Jupyter's rendering of a datetime in models: ISO 8601 in UTC with a `Z`, microseconds only when
@@ -15,34 +16,6 @@ export function formatTimestamp(milliseconds: number): string {
   const date = new Date((whole + carry) * 1000).toISOString().slice(0, 19);
   const fraction = micros % 1_000_000;
   return fraction === 0 ? `${date}Z` : `${date}.${String(fraction).padStart(6, '0')}Z`;
-}
-
-/**
- * Python's `mimetypes.guess_type` for the names that matter in notebooks, falling back to the
- * mime-db table for everything else.
- */
-const PYTHON_MIME_TYPES: Readonly<Record<string, string>> = {
-  py: 'text/x-python',
-  ipynb: 'application/x-ipynb+json',
-  json: 'application/json',
-  md: 'text/markdown',
-  csv: 'text/csv',
-  txt: 'text/plain',
-  js: 'text/javascript',
-  sh: 'application/x-sh',
-  yaml: 'application/yaml',
-  yml: 'application/yaml',
-  toml: 'application/toml',
-  svg: 'image/svg+xml',
-  wasm: 'application/wasm'
-};
-
-/** The mimetype Jupyter reports for a file name, or null when unknown. */
-export function guessMimeType(name: string): string | null {
-  const dot = name.lastIndexOf('.');
-  if (dot <= 0) return null;
-  const extension = name.slice(dot + 1).toLowerCase();
-  return PYTHON_MIME_TYPES[extension] ?? (lookupMimeType(extension) || null);
 }
 
 /** Can this process write the path (`os.access(path, W_OK)`)? */

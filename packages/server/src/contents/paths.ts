@@ -42,8 +42,9 @@ export function joinApiPath(...parts: string[]): string {
  *
  * #### Notes
  * Jupyter answers 404 for paths outside the root; so do we, for `..` anywhere (Jupyter accepts
- * `a/../b` when it stays inside; we refuse it, as no client sends it), NUL bytes and drive-like
- * prefixes. Names longer than the file system allows get 400 instead of an OS error.
+ * `a/../b` when it stays inside; we refuse it, as no client sends it) and NUL bytes. Backslashes
+ * and `C:` are ordinary name characters on POSIX, as for Jupyter there. Names longer than the
+ * file system allows get 400 instead of an OS error.
  */
 export function checkApiPath(apiPath: string): string {
   const normalized = normalizeApiPath(apiPath);
@@ -65,12 +66,6 @@ export function checkApiPath(apiPath: string): string {
     if (Buffer.byteLength(segment) > MAX_NAME_BYTES) {
       throw new HttpError(400, `The name ${segment.slice(0, 40)}… is too long`, 'name too long');
     }
-    if (segment.includes('\\')) {
-      throw new HttpError(400, `${normalized} may not contain a backslash`, 'invalid path');
-    }
-  }
-  if (/^[a-zA-Z]:/.test(normalized)) {
-    throw new HttpError(404, `${normalized} is not a relative API path`, 'invalid path');
   }
   return normalized;
 }
@@ -130,10 +125,25 @@ export class RootResolver {
 
   /** Does this OS path, with symlinks followed, stay inside the root? */
   async isInsideRoot(osPath: string): Promise<boolean> {
+    const realRoot = await this.realRoot();
     try {
-      return isInside(await fs.realpath(osPath), await this.realRoot());
-    } catch {
-      return false;
+      return isInside(await fs.realpath(osPath), realRoot);
+    } catch (error) {
+      if (!hasErrorCode(error, 'ENOENT')) return false;
+      // A dangling link reveals nothing, but writing through it would create its target:
+      // it is inside only if that target would be.
+      try {
+        const target = path.resolve(path.dirname(osPath), await fs.readlink(osPath));
+        return isInside(
+          path.resolve(
+            await fs.realpath(path.dirname(target)).catch(() => target),
+            path.basename(target)
+          ),
+          realRoot
+        );
+      } catch {
+        return false;
+      }
     }
   }
 
@@ -149,4 +159,11 @@ function isInside(candidate: string, root: string): boolean {
   return (
     candidate === root || candidate.startsWith(root.endsWith(path.sep) ? root : root + path.sep)
   );
+}
+
+/** Python's `os.path.splitext`: the last dot, ignoring leading dots of the name. */
+export function splitExtension(name: string): { name: string; ext: string } {
+  const dot = name.lastIndexOf('.');
+  if (dot <= 0 || /^\.+$/.test(name.slice(0, dot + 1))) return { name, ext: '' };
+  return { name: name.slice(0, dot), ext: name.slice(dot) };
 }

@@ -79,7 +79,10 @@ export function createContentsRouter(options: ContentsRouter.IOptions): Router {
     if (!CONTENTS_ROUTE.exec(rawPath)) {
       if ((req.method === 'GET' || req.method === 'HEAD') && /^(?:\/[^/]+)+\/+$/.test(rawPath)) {
         const query = req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : '';
-        res.redirect(302, `${baseUrl}api/contents${rawPath.replace(/\/+$/, '')}${query}`);
+        res.status(302);
+        res.setHeader('Location', `${baseUrl}api/contents${rawPath.replace(/\/+$/, '')}${query}`);
+        res.setHeader('Content-Type', 'text/html; charset=UTF-8');
+        res.end();
         return;
       }
       throw new HttpError(404, 'Not a valid contents path', 'not found');

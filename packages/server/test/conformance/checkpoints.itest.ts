@@ -9,10 +9,24 @@ import { conformanceSuite, contentsPath, type Req } from '../support/compare';
 
 const env = conformanceSuite();
 
-const get = (apiPath: string, query?: string): Req => ({ method: 'GET', path: contentsPath(apiPath), query });
-const put = (apiPath: string, json?: unknown): Req => ({ method: 'PUT', path: contentsPath(apiPath), json });
-const list = (apiPath: string): Req => ({ method: 'GET', path: contentsPath(apiPath, 'checkpoints') });
-const create = (apiPath: string): Req => ({ method: 'POST', path: contentsPath(apiPath, 'checkpoints') });
+const get = (apiPath: string, query?: string): Req => ({
+  method: 'GET',
+  path: contentsPath(apiPath),
+  query
+});
+const put = (apiPath: string, json?: unknown): Req => ({
+  method: 'PUT',
+  path: contentsPath(apiPath),
+  json
+});
+const list = (apiPath: string): Req => ({
+  method: 'GET',
+  path: contentsPath(apiPath, 'checkpoints')
+});
+const create = (apiPath: string): Req => ({
+  method: 'POST',
+  path: contentsPath(apiPath, 'checkpoints')
+});
 const restore = (apiPath: string, id: string): Req => ({
   method: 'POST',
   path: contentsPath(apiPath, `checkpoints/${id}`)
@@ -43,7 +57,9 @@ describe('checkpoints (test_api.py)', () => {
     const cps = await env.both(list('foo/a.ipynb'));
     expect(cps.jupyter.json).toEqual([cp.jupyter.json]);
     const again = await env.both(get('foo/a.ipynb'));
-    expect(((again.jupyter.json as Model).content as Notebook).cells[0].source).toBe('Created by test');
+    expect(((again.jupyter.json as Model).content as Notebook).cells[0].source).toBe(
+      'Created by test'
+    );
   });
 
   test('test_checkpoints', async () => {
@@ -58,7 +74,9 @@ describe('checkpoints (test_api.py)', () => {
     await env.both(put('foo/a.ipynb', { content: nb, type: 'notebook' }));
     expect((await env.both(list('foo/a.ipynb'))).jupyter.json).toEqual([cp1]);
     const saved = await env.both(get('foo/a.ipynb'));
-    expect(((saved.jupyter.json as Model).content as Notebook).cells[0].source).toBe('Created by test');
+    expect(((saved.jupyter.json as Model).content as Notebook).cells[0].source).toBe(
+      'Created by test'
+    );
     expect((await env.both(restore('foo/a.ipynb', String(cp1.id)))).jupyter.status).toBe(204);
     const restored = await env.both(get('foo/a.ipynb'));
     expect(((restored.jupyter.json as Model).content as Notebook).cells).toEqual([]);
@@ -89,7 +107,10 @@ describe('checkpoint layout and edge cases', () => {
   test('on-disk names: <stem>-checkpoint<ext>, in each directory', async () => {
     await env.writeBoth('layout/a.tar.gz', Buffer.from([0x1f, 0x8b]));
     await env.writeBoth('layout/README', 'readme');
-    await env.writeBoth('layout/v1.2.ipynb', '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}');
+    await env.writeBoth(
+      'layout/v1.2.ipynb',
+      '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
+    );
     const files = [
       'inroot.ipynb',
       'inroot.txt',
@@ -123,11 +144,13 @@ describe('checkpoint layout and edge cases', () => {
     for (const rel of expected) expect(existsSync(join(env.root('jupyter'), rel))).toBe(true);
     // The checkpoint directory is hidden: never listed, never served.
     const listing = await env.both(get('layout'));
-    expect(((listing.jupyter.json as Model).content as Model[]).map((m) => m.name)).not.toContain(
+    expect(((listing.jupyter.json as Model).content as Model[]).map(m => m.name)).not.toContain(
       '.ipynb_checkpoints'
     );
     expect((await env.both(get('layout/.ipynb_checkpoints'))).jupyter.status).toBe(404);
-    expect((await env.both(get('layout/.ipynb_checkpoints/README-checkpoint'))).jupyter.status).toBe(404);
+    expect(
+      (await env.both(get('layout/.ipynb_checkpoints/README-checkpoint'))).jupyter.status
+    ).toBe(404);
   });
 
   test('listing creates the checkpoint directory; lists are empty without one', async () => {
@@ -140,9 +163,11 @@ describe('checkpoint layout and edge cases', () => {
     // A checkpoint file made by hand (as Jupyter would have left it) is listed and restored.
     await env.writeBoth('foo/.ipynb_checkpoints/a-checkpoint.txt', 'from the checkpoint');
     const cps = await env.both(list('foo/a.txt'));
-    expect((cps.jupyter.json as Model[]).map((c) => c.id)).toEqual(['checkpoint']);
+    expect((cps.jupyter.json as Model[]).map(c => c.id)).toEqual(['checkpoint']);
     expect((await env.both(restore('foo/a.txt', 'checkpoint'))).jupyter.status).toBe(204);
-    expect((await env.both(get('foo/a.txt'))).jupyter.json).toMatchObject({ content: 'from the checkpoint' });
+    expect((await env.both(get('foo/a.txt'))).jupyter.json).toMatchObject({
+      content: 'from the checkpoint'
+    });
   });
 
   test('creating again clobbers the checkpoint', async () => {
@@ -155,9 +180,16 @@ describe('checkpoint layout and edge cases', () => {
   });
 
   test('the first save of a notebook makes a checkpoint, files do not', async () => {
-    await env.both(put('fresh.ipynb', { type: 'notebook', content: { cells: [], metadata: {}, nbformat: 4, nbformat_minor: 5 } }));
+    await env.both(
+      put('fresh.ipynb', {
+        type: 'notebook',
+        content: { cells: [], metadata: {}, nbformat: 4, nbformat_minor: 5 }
+      })
+    );
     await env.both(put('fresh.txt', { type: 'file', format: 'text', content: 'x' }));
-    expect(existsSync(join(env.root('jupyter'), '.ipynb_checkpoints/fresh-checkpoint.ipynb'))).toBe(true);
+    expect(existsSync(join(env.root('jupyter'), '.ipynb_checkpoints/fresh-checkpoint.ipynb'))).toBe(
+      true
+    );
     await env.both(list('fresh.ipynb'));
     await env.both(list('fresh.txt'));
   });
@@ -175,8 +207,14 @@ describe('checkpoint layout and edge cases', () => {
     await step('restore, unknown id', restore('foo/a.txt', 'other'));
     await step('delete, unknown id', remove('foo/a.txt', 'other-id'));
     // Not a checkpoint id ([\w-]+): the whole path is then a contents path.
-    await step('POST, bad id', { method: 'POST', path: `${contentsPath('foo/a.txt')}/checkpoints/bad.id` });
-    await step('GET, bad id', { method: 'GET', path: `${contentsPath('foo/a.txt')}/checkpoints/bad.id` });
+    await step('POST, bad id', {
+      method: 'POST',
+      path: `${contentsPath('foo/a.txt')}/checkpoints/bad.id`
+    });
+    await step('GET, bad id', {
+      method: 'GET',
+      path: `${contentsPath('foo/a.txt')}/checkpoints/bad.id`
+    });
     await step('create, directory', create('foo'));
     await step('list, directory', list('foo'));
     await step('create, hidden', create('.hidden.txt'));

@@ -14,8 +14,16 @@ const env = conformanceSuite();
 /** JupyterLab's CHUNK_SIZE (packages/filebrowser/src/model.ts). */
 const CHUNK_SIZE = 1024 * 1024;
 
-const get = (apiPath: string, query?: string): Req => ({ method: 'GET', path: contentsPath(apiPath), query });
-const put = (apiPath: string, json?: unknown): Req => ({ method: 'PUT', path: contentsPath(apiPath), json });
+const get = (apiPath: string, query?: string): Req => ({
+  method: 'GET',
+  path: contentsPath(apiPath),
+  query
+});
+const put = (apiPath: string, json?: unknown): Req => ({
+  method: 'PUT',
+  path: contentsPath(apiPath),
+  json
+});
 
 /** The chunk numbers and slices Lab's uploader makes of a file. */
 function labChunks(bytes: Buffer): Array<{ chunk: number; data: Buffer }> {
@@ -34,7 +42,15 @@ async function uploadLikeLab(apiPath: string, bytes: Buffer): Promise<number[]> 
   const name = apiPath.split('/').pop() ?? apiPath;
   const statuses: number[] = [];
   for (const { chunk, data } of labChunks(bytes)) {
-    const r = await env.both(put(apiPath, { type: 'file', format: 'base64', name, chunk, content: data.toString('base64') }));
+    const r = await env.both(
+      put(apiPath, {
+        type: 'file',
+        format: 'base64',
+        name,
+        chunk,
+        content: data.toString('base64')
+      })
+    );
     statuses.push(r.jupyter.status);
   }
   return statuses;
@@ -48,13 +64,19 @@ describe('chunked uploads as JupyterLab sends them', () => {
     await env.mkdirBoth('uploads');
     const ok = await uploadLikeLab('uploads/twenty.bin', bytes);
     expect(ok).toEqual([201, ...Array(20).fill(200)]);
-    expect(sha256(await readFile(join(env.root('jupyter'), 'uploads/twenty.bin')))).toBe(sha256(bytes));
+    expect(sha256(await readFile(join(env.root('jupyter'), 'uploads/twenty.bin')))).toBe(
+      sha256(bytes)
+    );
     await env.both(get('uploads/twenty.bin', 'content=0&hash=1'));
   });
 
   test('two chunks (1, -1), an exact multiple of the chunk size, unicode names', async () => {
-    expect(await uploadLikeLab('two chunks é.bin', pseudoRandomBytes(CHUNK_SIZE + 10, 3))).toEqual([201, 200]);
-    expect(await uploadLikeLab('exact 😀.bin', pseudoRandomBytes(2 * CHUNK_SIZE, 4))).toEqual([201, 200]);
+    expect(await uploadLikeLab('two chunks é.bin', pseudoRandomBytes(CHUNK_SIZE + 10, 3))).toEqual([
+      201, 200
+    ]);
+    expect(await uploadLikeLab('exact 😀.bin', pseudoRandomBytes(2 * CHUNK_SIZE, 4))).toEqual([
+      201, 200
+    ]);
     await env.both(get('two chunks é.bin', 'content=0&hash=1'));
     await env.both(get('exact 😀.bin', 'content=0&hash=1'));
   });
@@ -77,7 +99,9 @@ describe('chunked uploads as JupyterLab sends them', () => {
 
   test('re-uploading over an existing file: chunk 1 truncates', async () => {
     await uploadLikeLab('large.bin', pseudoRandomBytes(CHUNK_SIZE + 1, 9));
-    expect(sha256(await readFile(join(env.root('jupyter'), 'large.bin')))).toBe(sha256(pseudoRandomBytes(CHUNK_SIZE + 1, 9)));
+    expect(sha256(await readFile(join(env.root('jupyter'), 'large.bin')))).toBe(
+      sha256(pseudoRandomBytes(CHUNK_SIZE + 1, 9))
+    );
     await env.both(get('large.bin', 'content=0&hash=1'));
   });
 
@@ -85,7 +109,15 @@ describe('chunked uploads as JupyterLab sends them', () => {
     const bytes = pseudoRandomBytes(3 * CHUNK_SIZE + 5, 11);
     const chunks = labChunks(bytes);
     for (const { chunk, data } of chunks.slice(0, 2)) {
-      await env.both(put('partial.bin', { type: 'file', format: 'base64', name: 'partial.bin', chunk, content: data.toString('base64') }));
+      await env.both(
+        put('partial.bin', {
+          type: 'file',
+          format: 'base64',
+          name: 'partial.bin',
+          chunk,
+          content: data.toString('base64')
+        })
+      );
       await env.both(get('partial.bin', 'content=0'));
     }
     await env.both(get(''));
@@ -98,20 +130,47 @@ describe('chunk edge cases', () => {
     const step = async (label: string, req: Req): Promise<void> => {
       seen.push([label, (await env.both(req)).jupyter.status]);
     };
-    await step('text 1', put('chunks.txt', { type: 'file', format: 'text', chunk: 1, content: 'héllo ' }));
-    await step('text -1', put('chunks.txt', { type: 'file', format: 'text', chunk: -1, content: 'wörld\n' }));
+    await step(
+      'text 1',
+      put('chunks.txt', { type: 'file', format: 'text', chunk: 1, content: 'héllo ' })
+    );
+    await step(
+      'text -1',
+      put('chunks.txt', { type: 'file', format: 'text', chunk: -1, content: 'wörld\n' })
+    );
     await step('get', get('chunks.txt'));
-    await step('2 first', put('second-first.bin', { type: 'file', format: 'base64', chunk: 2, content: 'AAEC' }));
+    await step(
+      '2 first',
+      put('second-first.bin', { type: 'file', format: 'base64', chunk: 2, content: 'AAEC' })
+    );
     await step('no format', put('chunks.txt', { type: 'file', chunk: 2, content: 'x' }));
-    await step('bad format', put('chunks.txt', { type: 'file', format: 'json', chunk: 2, content: 'x' }));
+    await step(
+      'bad format',
+      put('chunks.txt', { type: 'file', format: 'json', chunk: 2, content: 'x' })
+    );
     await step('no type', put('chunks.txt', { format: 'text', chunk: 2, content: 'x' }));
-    await step('notebook', put('nb.ipynb', { type: 'notebook', format: 'json', chunk: 1, content: {} }));
+    await step(
+      'notebook',
+      put('nb.ipynb', { type: 'notebook', format: 'json', chunk: 1, content: {} })
+    );
     await step('directory', put('dir', { type: 'directory', chunk: 1 }));
     await step('no content', put('chunks.txt', { type: 'file', format: 'text', chunk: 2 }));
-    await step('bad base64', put('bad.bin', { type: 'file', format: 'base64', chunk: 2, content: '@@@' }));
-    await step('hidden', put('.hidden/chunk.bin', { type: 'file', format: 'base64', chunk: 1, content: 'AAEC' }));
-    await step('chunk 0', put('zero.bin', { type: 'file', format: 'base64', chunk: 0, content: 'AAEC' }));
-    await step('chunk 3', put('chunks.txt', { type: 'file', format: 'text', chunk: 3, content: '!' }));
+    await step(
+      'bad base64',
+      put('bad.bin', { type: 'file', format: 'base64', chunk: 2, content: '@@@' })
+    );
+    await step(
+      'hidden',
+      put('.hidden/chunk.bin', { type: 'file', format: 'base64', chunk: 1, content: 'AAEC' })
+    );
+    await step(
+      'chunk 0',
+      put('zero.bin', { type: 'file', format: 'base64', chunk: 0, content: 'AAEC' })
+    );
+    await step(
+      'chunk 3',
+      put('chunks.txt', { type: 'file', format: 'text', chunk: 3, content: '!' })
+    );
     await step('get again', get('chunks.txt'));
     expect(seen).toEqual([
       ['text 1', 201],

@@ -4,14 +4,32 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { conformanceSuite, contentsPath, expectedLocation, type BothRes, type Req } from '../support/compare';
+import {
+  conformanceSuite,
+  contentsPath,
+  expectedLocation,
+  type BothRes,
+  type Req
+} from '../support/compare';
 
 const env = conformanceSuite();
 
 const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
-const post = (apiPath: string, json?: unknown): Req => ({ method: 'POST', path: contentsPath(apiPath), json });
-const put = (apiPath: string, json?: unknown): Req => ({ method: 'PUT', path: contentsPath(apiPath), json });
-const get = (apiPath: string, query?: string): Req => ({ method: 'GET', path: contentsPath(apiPath), query });
+const post = (apiPath: string, json?: unknown): Req => ({
+  method: 'POST',
+  path: contentsPath(apiPath),
+  json
+});
+const put = (apiPath: string, json?: unknown): Req => ({
+  method: 'PUT',
+  path: contentsPath(apiPath),
+  json
+});
+const get = (apiPath: string, query?: string): Req => ({
+  method: 'GET',
+  path: contentsPath(apiPath),
+  query
+});
 const copy = (to: string, from: string): Req => post(to, { copy_from: from });
 
 /** Upstream's `_check_created`, on Jupyter's answer (ours must equal it). */
@@ -45,12 +63,18 @@ describe('copy (test_api.py)', () => {
   });
 
   test('test_copy_put_400', async () => {
-    expect((await env.both(put('å b/cøpy.ipynb', { copy_from: 'å b/ç d.ipynb' }))).jupyter.status).toBe(400);
+    expect(
+      (await env.both(put('å b/cøpy.ipynb', { copy_from: 'å b/ç d.ipynb' }))).jupyter.status
+    ).toBe(400);
   });
 
   test('test_copy_put_400_hidden', async () => {
-    expect((await env.both(put('.hidden/old.txt', { copy_from: 'new.txt' }))).jupyter.status).toBe(400);
-    expect((await env.both(put('old.txt', { copy_from: '.hidden/new.txt' }))).jupyter.status).toBe(400);
+    expect((await env.both(put('.hidden/old.txt', { copy_from: 'new.txt' }))).jupyter.status).toBe(
+      400
+    );
+    expect((await env.both(put('old.txt', { copy_from: '.hidden/new.txt' }))).jupyter.status).toBe(
+      400
+    );
     expect((await env.both(put('.hidden.txt', { copy_from: 'new.txt' }))).jupyter.status).toBe(400);
     expect((await env.both(put('old.txt', { copy_from: '.hidden.txt' }))).jupyter.status).toBe(400);
   });
@@ -58,7 +82,8 @@ describe('copy (test_api.py)', () => {
   test('test_copy_400_hidden', async () => {
     await env.writeBoth('.hidden/new.txt', 'visible text file in hidden dir');
     // Upstream writes "<name>.txt" for each name (so new.txt.txt and .hidden.txt.txt).
-    for (const name of ['new.txt', '.hidden.txt']) await env.writeBoth(`${name}.txt`, `${name} text file`);
+    for (const name of ['new.txt', '.hidden.txt'])
+      await env.writeBoth(`${name}.txt`, `${name} text file`);
     expect((await env.both(copy('.hidden/old.txt', 'new.txt'))).jupyter.status).toBe(400);
     expect((await env.both(copy('old.txt', '.hidden/new.txt'))).jupyter.status).toBe(400);
     expect((await env.both(copy('.hidden.txt', 'new.txt'))).jupyter.status).toBe(400);
@@ -73,7 +98,10 @@ describe('copy naming', () => {
     checkCreated(await env.both(copy('foo', 'foo/a-Copy1.txt')), 'foo', 'a-Copy3.txt', 'file');
     await env.writeBoth('arch/a.tar.gz', Buffer.from([0x1f, 0x8b, 0x08, 0x00]));
     await env.writeBoth('arch/README', 'no extension');
-    await env.writeBoth('arch/v1.2.ipynb', '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}');
+    await env.writeBoth(
+      'arch/v1.2.ipynb',
+      '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
+    );
     checkCreated(await env.both(copy('arch', 'arch/a.tar.gz')), 'arch', 'a-Copy1.tar.gz', 'file');
     checkCreated(await env.both(copy('arch', 'arch/a.tar.gz')), 'arch', 'a-Copy2.tar.gz', 'file');
     checkCreated(await env.both(copy('arch', 'arch/README')), 'arch', 'README-Copy1', 'file');
@@ -87,7 +115,11 @@ describe('copy naming', () => {
   });
 
   test('copy to an exact new path, onto an existing file, from a missing source', async () => {
-    checkCreated(await env.both(copy('foo/exact copy.ipynb', 'foo/a.ipynb')), 'foo', 'exact copy.ipynb');
+    checkCreated(
+      await env.both(copy('foo/exact copy.ipynb', 'foo/a.ipynb')),
+      'foo',
+      'exact copy.ipynb'
+    );
     await env.both(copy('foo/b.txt', 'foo/a.txt'));
     await env.both(copy('foo', 'foo/missing.txt'));
     await env.both(copy('nope/x.txt', 'foo/a.txt'));
@@ -97,15 +129,36 @@ describe('copy naming', () => {
   });
 
   test('copies of unicode, special and binary files', async () => {
-    checkCreated(await env.both(copy('special ünï cødé', "special ünï cødé/quote !'()*.txt")), 'special ünï cødé', "quote !'()*-Copy1.txt", 'file');
-    checkCreated(await env.both(copy('special ünï cødé', 'special ünï cødé/cafe\u0301 nfd.txt')), 'special ünï cødé', 'cafe\u0301 nfd-Copy1.txt', 'file');
+    checkCreated(
+      await env.both(copy('special ünï cødé', "special ünï cødé/quote !'()*.txt")),
+      'special ünï cødé',
+      "quote !'()*-Copy1.txt",
+      'file'
+    );
+    checkCreated(
+      await env.both(copy('special ünï cødé', 'special ünï cødé/cafe\u0301 nfd.txt')),
+      'special ünï cødé',
+      'cafe\u0301 nfd-Copy1.txt',
+      'file'
+    );
     checkCreated(await env.both(copy('', 'large.bin')), '', 'large-Copy1.bin', 'file');
-    checkCreated(await env.both(copy('unicodé', 'unicodé/innonascii.blob')), 'unicodé', 'innonascii-Copy1.blob', 'file');
+    checkCreated(
+      await env.both(copy('unicodé', 'unicodé/innonascii.blob')),
+      'unicodé',
+      'innonascii-Copy1.blob',
+      'file'
+    );
   });
 
   test('a directory copy keeps its tree but not its checkpoints', async () => {
-    await env.writeBoth('withcp/nb.ipynb', '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}');
-    const cp = await env.both({ method: 'POST', path: contentsPath('withcp/nb.ipynb', 'checkpoints') });
+    await env.writeBoth(
+      'withcp/nb.ipynb',
+      '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
+    );
+    const cp = await env.both({
+      method: 'POST',
+      path: contentsPath('withcp/nb.ipynb', 'checkpoints')
+    });
     expect(cp.jupyter.status).toBe(201);
     await env.writeBoth('withcp/sub/deep.txt', 'deep');
     checkCreated(await env.both(copy('', 'withcp')), '', 'withcp-Copy1', 'directory');

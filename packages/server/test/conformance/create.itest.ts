@@ -4,15 +4,33 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { conformanceSuite, contentsPath, expectedLocation, type BothRes, type Req } from '../support/compare';
+import {
+  conformanceSuite,
+  contentsPath,
+  expectedLocation,
+  type BothRes,
+  type Req
+} from '../support/compare';
 import { pseudoRandomBytes } from '../support/tree';
 
 const env = conformanceSuite();
 
 const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
-const put = (apiPath: string, json?: unknown): Req => ({ method: 'PUT', path: contentsPath(apiPath), json });
-const post = (apiPath: string, json?: unknown): Req => ({ method: 'POST', path: contentsPath(apiPath), json });
-const get = (apiPath: string, query?: string): Req => ({ method: 'GET', path: contentsPath(apiPath), query });
+const put = (apiPath: string, json?: unknown): Req => ({
+  method: 'PUT',
+  path: contentsPath(apiPath),
+  json
+});
+const post = (apiPath: string, json?: unknown): Req => ({
+  method: 'POST',
+  path: contentsPath(apiPath),
+  json
+});
+const get = (apiPath: string, query?: string): Req => ({
+  method: 'GET',
+  path: contentsPath(apiPath),
+  query
+});
 
 /** Upstream's `_check_created`, on Jupyter's answer (ours must equal it). */
 function checkCreated(r: BothRes, dir: string, name: string, type = 'notebook'): void {
@@ -26,7 +44,12 @@ function checkCreated(r: BothRes, dir: string, name: string, type = 'notebook'):
 }
 
 /** nbformat.v4.new_notebook() as JSON. */
-const newNotebook = (): Record<string, unknown> => ({ cells: [], metadata: {}, nbformat: 4, nbformat_minor: 5 });
+const newNotebook = (): Record<string, unknown> => ({
+  cells: [],
+  metadata: {},
+  nbformat: 4,
+  nbformat_minor: 5
+});
 
 /** Python's base64.encodebytes: a newline after every 76 characters and at the end. */
 function encodebytes(bytes: Buffer): string {
@@ -45,24 +68,51 @@ describe('create (test_api.py)', () => {
   });
 
   test('test_create_untitled_txt', async () => {
-    checkCreated(await env.both(post('foo/bar', { ext: '.txt' })), 'foo/bar', 'untitled.txt', 'file');
+    checkCreated(
+      await env.both(post('foo/bar', { ext: '.txt' })),
+      'foo/bar',
+      'untitled.txt',
+      'file'
+    );
     const { jupyter } = await env.both(get('foo/bar/untitled.txt'));
     expect(jupyter.json).toMatchObject({ type: 'file', format: 'text', content: '' });
   });
 
   test('test_upload', async () => {
-    const r = await env.both(put('å b/Upload tést.ipynb', { content: newNotebook(), type: 'notebook' }));
+    const r = await env.both(
+      put('å b/Upload tést.ipynb', { content: newNotebook(), type: 'notebook' })
+    );
     checkCreated(r, 'å b', 'Upload tést.ipynb');
   });
 
   test('test_mkdir_untitled', async () => {
-    checkCreated(await env.both(post('å b', { type: 'directory' })), 'å b', 'Untitled Folder', 'directory');
-    checkCreated(await env.both(post('å b', { type: 'directory' })), 'å b', 'Untitled Folder 1', 'directory');
-    checkCreated(await env.both(post('foo/bar', { type: 'directory' })), 'foo/bar', 'Untitled Folder', 'directory');
+    checkCreated(
+      await env.both(post('å b', { type: 'directory' })),
+      'å b',
+      'Untitled Folder',
+      'directory'
+    );
+    checkCreated(
+      await env.both(post('å b', { type: 'directory' })),
+      'å b',
+      'Untitled Folder 1',
+      'directory'
+    );
+    checkCreated(
+      await env.both(post('foo/bar', { type: 'directory' })),
+      'foo/bar',
+      'Untitled Folder',
+      'directory'
+    );
   });
 
   test('test_mkdir', async () => {
-    checkCreated(await env.both(put('å b/New ∂ir', { type: 'directory' })), 'å b', 'New ∂ir', 'directory');
+    checkCreated(
+      await env.both(put('å b/New ∂ir', { type: 'directory' })),
+      'å b',
+      'New ∂ir',
+      'directory'
+    );
   });
 
   test('test_mkdir_hidden_400', async () => {
@@ -73,23 +123,41 @@ describe('create (test_api.py)', () => {
     const body = 'ünicode téxt';
     await env.both(put('å b/Upload tést.txt', { content: body, format: 'text', type: 'file' }));
     const { jupyter } = await env.both(get('å b/Upload tést.txt'));
-    expect(jupyter.json).toMatchObject({ type: 'file', format: 'text', path: 'å b/Upload tést.txt', content: body });
+    expect(jupyter.json).toMatchObject({
+      type: 'file',
+      format: 'text',
+      path: 'å b/Upload tést.txt',
+      content: body
+    });
   });
 
   test('test_upload_txt_hidden', async () => {
     const model = { content: 'ünicode téxt', format: 'text', type: 'file' };
     expect((await env.both(put('.hidden/Upload tést.txt', model))).jupyter.status).toBe(400);
-    expect((await env.both(put('Upload tést.txt', { ...model, path: '.hidden/test.txt' }))).jupyter.status).toBe(400);
+    expect(
+      (await env.both(put('Upload tést.txt', { ...model, path: '.hidden/test.txt' }))).jupyter
+        .status
+    ).toBe(400);
     expect((await env.both(put('.hidden.txt', model))).jupyter.status).toBe(400);
-    expect((await env.both(put('Upload tést.txt', { ...model, path: '.hidden.txt' }))).jupyter.status).toBe(400);
+    expect(
+      (await env.both(put('Upload tést.txt', { ...model, path: '.hidden.txt' }))).jupyter.status
+    ).toBe(400);
   });
 
   test('test_upload_b64', async () => {
     const body = Buffer.concat([Buffer.from([0xff]), Buffer.from('blob')]);
-    await env.both(put('å b/Upload tést.blob', { content: encodebytes(body), format: 'base64', type: 'file' }));
+    await env.both(
+      put('å b/Upload tést.blob', { content: encodebytes(body), format: 'base64', type: 'file' })
+    );
     const { jupyter } = await env.both(get('å b/Upload tést.blob'));
-    expect(jupyter.json).toMatchObject({ type: 'file', path: 'å b/Upload tést.blob', format: 'base64' });
-    expect(Buffer.from(String((jupyter.json as { content: string }).content), 'base64')).toEqual(body);
+    expect(jupyter.json).toMatchObject({
+      type: 'file',
+      path: 'å b/Upload tést.blob',
+      format: 'base64'
+    });
+    expect(Buffer.from(String((jupyter.json as { content: string }).content), 'base64')).toEqual(
+      body
+    );
   });
 });
 
@@ -117,7 +185,8 @@ describe('untitled naming', () => {
       [{ ext: 'txt' }, 'untitledtxt', 'file'],
       [{ type: '' }, 'untitled4', 'file']
     ];
-    for (const [body, name, type] of expected) checkCreated(await env.both(post('naming', body)), 'naming', name, type);
+    for (const [body, name, type] of expected)
+      checkCreated(await env.both(post('naming', body)), 'naming', name, type);
     await env.both(get('naming'));
   });
 
@@ -137,7 +206,12 @@ describe('untitled naming', () => {
 
   test('PUT without a body creates an untitled file in the directory', async () => {
     checkCreated(await env.both(put('foo')), 'foo', 'untitled', 'file');
-    checkCreated(await env.both({ method: 'POST', path: contentsPath('foo') }), 'foo', 'untitled1', 'file');
+    checkCreated(
+      await env.both({ method: 'POST', path: contentsPath('foo') }),
+      'foo',
+      'untitled1',
+      'file'
+    );
     checkCreated(await env.both(post('', { type: 'notebook' })), '', 'Untitled.ipynb');
   });
 
@@ -157,19 +231,26 @@ describe('uploads', () => {
     expect((await env.both(put('up/new.txt', text))).jupyter.status).toBe(500);
     await env.mkdirBoth('up');
     expect((await env.both(put('up/new.txt', text))).jupyter.status).toBe(201);
-    expect((await env.both(put('up/new.txt', { ...text, content: 'changed' }))).jupyter.status).toBe(200);
-    expect((await env.both(put('up/nb.ipynb', { type: 'notebook', content: newNotebook() }))).jupyter.status).toBe(
-      201
-    );
-    expect((await env.both(put('up/nb.ipynb', { type: 'notebook', content: newNotebook() }))).jupyter.status).toBe(
-      200
-    );
+    expect(
+      (await env.both(put('up/new.txt', { ...text, content: 'changed' }))).jupyter.status
+    ).toBe(200);
+    expect(
+      (await env.both(put('up/nb.ipynb', { type: 'notebook', content: newNotebook() }))).jupyter
+        .status
+    ).toBe(201);
+    expect(
+      (await env.both(put('up/nb.ipynb', { type: 'notebook', content: newNotebook() }))).jupyter
+        .status
+    ).toBe(200);
     // A directory that exists is "created" again.
     expect((await env.both(put('up', { type: 'directory' }))).jupyter.status).toBe(201);
     expect((await env.both(put('up/sub', { type: 'directory' }))).jupyter.status).toBe(201);
     expect((await env.both(put('up/sub', { type: 'directory' }))).jupyter.status).toBe(201);
     // A notebook model saved under a name that is not .ipynb, and a file model under .ipynb.
-    expect((await env.both(put('up/nb.json', { type: 'notebook', content: newNotebook() }))).jupyter.status).toBe(201);
+    expect(
+      (await env.both(put('up/nb.json', { type: 'notebook', content: newNotebook() }))).jupyter
+        .status
+    ).toBe(201);
     await env.both(put('up/text.ipynb', { type: 'file', format: 'text', content: '{}' }));
     await env.both(get('up'));
     await env.both(get('up/nb.json'));
@@ -200,8 +281,12 @@ describe('uploads', () => {
   test('base64 uploads with and without line breaks, and every byte value', async () => {
     const bytes = Buffer.from(Array.from({ length: 512 }, (_, i) => (i * 7) % 256));
     await env.mkdirBoth('b64');
-    await env.both(put('b64/lines.bin', { type: 'file', format: 'base64', content: encodebytes(bytes) }));
-    await env.both(put('b64/flat.bin', { type: 'file', format: 'base64', content: bytes.toString('base64') }));
+    await env.both(
+      put('b64/lines.bin', { type: 'file', format: 'base64', content: encodebytes(bytes) })
+    );
+    await env.both(
+      put('b64/flat.bin', { type: 'file', format: 'base64', content: bytes.toString('base64') })
+    );
     await env.both(put('b64/empty.bin', { type: 'file', format: 'base64', content: '' }));
     await env.both(get('b64/lines.bin'));
     await env.both(get('b64/empty.bin'));
@@ -210,7 +295,9 @@ describe('uploads', () => {
 
   test('a 20 MB binary upload in one PUT', async () => {
     const bytes = pseudoRandomBytes(20 * 1024 * 1024, 42);
-    const r = await env.both(put('big.bin', { type: 'file', format: 'base64', content: bytes.toString('base64') }));
+    const r = await env.both(
+      put('big.bin', { type: 'file', format: 'base64', content: bytes.toString('base64') })
+    );
     expect(r.jupyter.status).toBe(201);
     expect((await env.both(get('big.bin', 'content=0&hash=1'))).jupyter.json).toMatchObject({
       size: bytes.length,

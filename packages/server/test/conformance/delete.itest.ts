@@ -6,11 +6,21 @@
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { conformanceSuite, contentsPath, type Conformance, type Req } from '../support/compare';
-import { TEST_API_DIRS, TEST_API_FOLDERS, diffSnapshots, snapshotDir, type DiskEntry } from '../support/tree';
+import {
+  TEST_API_DIRS,
+  TEST_API_FOLDERS,
+  diffSnapshots,
+  snapshotDir,
+  type DiskEntry
+} from '../support/tree';
 
 const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
 const del = (apiPath: string): Req => ({ method: 'DELETE', path: contentsPath(apiPath) });
-const get = (apiPath: string, query?: string): Req => ({ method: 'GET', path: contentsPath(apiPath), query });
+const get = (apiPath: string, query?: string): Req => ({
+  method: 'GET',
+  path: contentsPath(apiPath),
+  query
+});
 
 type Model = Record<string, unknown>;
 
@@ -29,7 +39,8 @@ function trashDirs(env: Conformance): [string, string] {
 /** Compare what both trashes hold (`files/` byte for byte, `info/` by name); differences fail the test. */
 async function compareTrash(env: Conformance): Promise<void> {
   const [jt, ot] = trashDirs(env);
-  const list = async (dir: string): Promise<string[]> => (await readdir(dir).catch(() => [] as string[])).sort();
+  const list = async (dir: string): Promise<string[]> =>
+    (await readdir(dir).catch(() => [] as string[])).sort();
   const [ji, oi] = [await list(join(jt, 'info')), await list(join(ot, 'info'))];
   if (JSON.stringify(ji) !== JSON.stringify(oi)) {
     env.problem(`trash info/ differs: jupyter ${JSON.stringify(ji)}, ours ${JSON.stringify(oi)}`);
@@ -101,7 +112,9 @@ describe('with the trash (Jupyter default delete_to_trash=True)', () => {
 
   test('checkpoints follow a deleted file', async () => {
     for (const p of ['foo/a.ipynb', 'foo/a.txt']) {
-      expect((await env.both({ method: 'POST', path: contentsPath(p, 'checkpoints') })).jupyter.status).toBe(201);
+      expect(
+        (await env.both({ method: 'POST', path: contentsPath(p, 'checkpoints') })).jupyter.status
+      ).toBe(201);
     }
     await env.compareDisk('after creating checkpoints');
     expect((await env.both(del('foo/a.ipynb'))).jupyter.status).toBe(204);
@@ -129,7 +142,9 @@ describe('with the trash (Jupyter default delete_to_trash=True)', () => {
   test('unicode and special names', async () => {
     expect((await env.both(del("special ünï cødé/quote !'()*.txt"))).jupyter.status).toBe(204);
     expect((await env.both(del('special ünï cødé/cafe\u0301 nfd.txt'))).jupyter.status).toBe(204);
-    expect((await env.both(del('special ünï cødé/hash # question ? percent %.txt'))).jupyter.status).toBe(204);
+    expect(
+      (await env.both(del('special ünï cødé/hash # question ? percent %.txt'))).jupyter.status
+    ).toBe(204);
     expect((await env.both(del('special ünï cødé'))).jupyter.status).toBe(204);
     await compareTrash(env);
   });
@@ -157,7 +172,10 @@ describe('without the trash (delete_to_trash=False): the non-empty directory rul
 
 describe('without the trash, always_delete_dir=True', () => {
   const env = conformanceSuite({
-    jupyterArgs: ['--FileContentsManager.delete_to_trash=False', '--FileContentsManager.always_delete_dir=True'],
+    jupyterArgs: [
+      '--FileContentsManager.delete_to_trash=False',
+      '--FileContentsManager.always_delete_dir=True'
+    ],
     ourContents: { deleteToTrash: false, alwaysDeleteDir: true }
   });
 

@@ -7,11 +7,20 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { conformanceSuite, contentsPath, type Req } from '../support/compare';
-import { SPECIAL_NAMES, TEST_API_DIRS, TEST_API_FOLDERS, TEMPLATE_LARGE_FILE_SIZE } from '../support/tree';
+import {
+  SPECIAL_NAMES,
+  TEST_API_DIRS,
+  TEST_API_FOLDERS,
+  TEMPLATE_LARGE_FILE_SIZE
+} from '../support/tree';
 
 const env = conformanceSuite({ baseUrl: '/' });
 
-const get = (apiPath: string, query?: string): Req => ({ method: 'GET', path: contentsPath(apiPath), query });
+const get = (apiPath: string, query?: string): Req => ({
+  method: 'GET',
+  path: contentsPath(apiPath),
+  query
+});
 const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
 
 type Model = Record<string, unknown> & { content: unknown };
@@ -22,16 +31,22 @@ describe('GET (test_api.py)', () => {
     for (const [dir, name] of TEST_API_DIRS) {
       const { jupyter } = await env.both(get(dir));
       expect(jupyter.status).toBe(200);
-      const nbs = models((jupyter.json as Model).content).filter((m) => m.type === 'notebook');
-      expect(nbs.map((m) => String(m.name).normalize('NFC'))).toContain(`${name}.ipynb`);
-      expect(nbs.map((m) => String(m.path).normalize('NFC'))).toContain(join2(dir, `${name}.ipynb`));
+      const nbs = models((jupyter.json as Model).content).filter(m => m.type === 'notebook');
+      expect(nbs.map(m => String(m.name).normalize('NFC'))).toContain(`${name}.ipynb`);
+      expect(nbs.map(m => String(m.path).normalize('NFC'))).toContain(join2(dir, `${name}.ipynb`));
     }
   });
 
   test('test_get_dir_no_contents', async () => {
     for (const dir of TEST_API_FOLDERS) {
       const { jupyter } = await env.both(get(dir, 'content=0'));
-      expect(jupyter.json).toMatchObject({ path: dir, type: 'directory', content: null, format: null, size: null });
+      expect(jupyter.json).toMatchObject({
+        path: dir,
+        type: 'directory',
+        content: null,
+        format: null,
+        size: null
+      });
     }
   });
 
@@ -44,7 +59,11 @@ describe('GET (test_api.py)', () => {
     for (const [dir, name] of TEST_API_DIRS) {
       const { jupyter } = await env.both(get(join2(dir, `${name}.ipynb`), 'content=1'));
       const model = jupyter.json as Model;
-      expect(model).toMatchObject({ name: `${name}.ipynb`, path: join2(dir, `${name}.ipynb`), type: 'notebook' });
+      expect(model).toMatchObject({
+        name: `${name}.ipynb`,
+        path: join2(dir, `${name}.ipynb`),
+        type: 'notebook'
+      });
       expect(model.format).toBe('json');
       expect(typeof (model.content as Model).metadata).toBe('object');
     }
@@ -64,13 +83,19 @@ describe('GET (test_api.py)', () => {
   test('test_get_nb_no_contents', async () => {
     for (const [dir, name] of TEST_API_DIRS) {
       const { jupyter } = await env.both(get(join2(dir, `${name}.ipynb`), 'content=0'));
-      expect(jupyter.json).toMatchObject({ type: 'notebook', content: null, format: null, mimetype: null });
+      expect(jupyter.json).toMatchObject({
+        type: 'notebook',
+        content: null,
+        format: null,
+        mimetype: null
+      });
     }
   });
 
   test('test_get_nb_invalid', async () => {
     // json.dumps() of upstream's invalid notebook, byte for byte.
-    const invalid = '{"nbformat": 4, "metadata": {}, "cells": [{"cell_type": "wrong", "metadata": {}}]}';
+    const invalid =
+      '{"nbformat": 4, "metadata": {}, "cells": [{"cell_type": "wrong", "metadata": {}}]}';
     await env.writeBoth('å b/Validate tést.ipynb', invalid);
     const { jupyter } = await env.both(get('å b/Validate tést.ipynb'));
     const model = jupyter.json as Model;
@@ -87,16 +112,26 @@ describe('GET (test_api.py)', () => {
   test('test_get_text_file_contents', async () => {
     for (const [dir, name] of TEST_API_DIRS) {
       const { jupyter } = await env.both(get(join2(dir, `${name}.txt`), 'content=1'));
-      expect(jupyter.json).toMatchObject({ format: 'text', type: 'file', content: `${name} text file` });
+      expect(jupyter.json).toMatchObject({
+        format: 'text',
+        type: 'file',
+        content: `${name} text file`
+      });
     }
     expect((await env.both(get('foo/q.txt'))).jupyter.status).toBe(404);
-    expect((await env.both(get('foo/bar/baz.blob', 'type=file&format=text'))).jupyter.status).toBe(400);
+    expect((await env.both(get('foo/bar/baz.blob', 'type=file&format=text'))).jupyter.status).toBe(
+      400
+    );
   });
 
   test('test_get_text_file_hash', async () => {
     for (const [dir, name] of TEST_API_DIRS) {
       const { jupyter } = await env.both(get(join2(dir, `${name}.txt`), 'hash=1'));
-      expect(jupyter.json).toMatchObject({ format: 'text', type: 'file', hash_algorithm: 'sha256' });
+      expect(jupyter.json).toMatchObject({
+        format: 'text',
+        type: 'file',
+        hash_algorithm: 'sha256'
+      });
     }
   });
 
@@ -122,9 +157,13 @@ describe('GET (test_api.py)', () => {
     const a = await env.both(get('unicodé', 'type=file'), { compareMessage: true });
     expect(a.jupyter.status).toBe(400);
     expect(a.jupyter.json).toMatchObject({ message: 'unicodé is a directory, not a file' });
-    const b = await env.both(get('unicodé/innonascii.ipynb', 'type=directory'), { compareMessage: true });
+    const b = await env.both(get('unicodé/innonascii.ipynb', 'type=directory'), {
+      compareMessage: true
+    });
     expect(b.jupyter.status).toBe(400);
-    expect(b.jupyter.json).toMatchObject({ message: 'unicodé/innonascii.ipynb is not a directory' });
+    expect(b.jupyter.json).toMatchObject({
+      message: 'unicodé/innonascii.ipynb is not a directory'
+    });
   });
 });
 
@@ -172,11 +211,13 @@ describe('GET query parameters', () => {
   test('root listing, with and without the trailing slash', async () => {
     const a = await env.both({ method: 'GET', path: 'api/contents' });
     expect(a.jupyter.status).toBe(200);
-    const names = models((a.jupyter.json as Model).content).map((m) => m.name);
+    const names = models((a.jupyter.json as Model).content).map(m => m.name);
     expect(names).not.toContain('.hidden');
     expect(names).not.toContain('.hidden.txt');
     expect((await env.both({ method: 'GET', path: 'api/contents/' })).jupyter.status).toBe(200);
-    expect((await env.both({ method: 'GET', path: 'api/contents', query: 'content=0' })).jupyter.status).toBe(200);
+    expect(
+      (await env.both({ method: 'GET', path: 'api/contents', query: 'content=0' })).jupyter.status
+    ).toBe(200);
   });
 
   test('a trailing slash on a directory path redirects', async () => {
@@ -189,7 +230,7 @@ describe('GET query parameters', () => {
 describe('GET of special entries', () => {
   test('hide_globs are not listed', async () => {
     const { jupyter } = await env.both(get('globs'));
-    const names = models((jupyter.json as Model).content).map((m) => m.name);
+    const names = models((jupyter.json as Model).content).map(m => m.name);
     expect(names).toEqual(['kept.py']);
   });
 
@@ -206,9 +247,11 @@ describe('GET of special entries', () => {
   test('unicode, NFD and URL-special names', async () => {
     const dir = 'special ünï cødé';
     const { jupyter } = await env.both(get(dir));
-    expect(models((jupyter.json as Model).content).map((m) => m.name).sort()).toEqual(
-      [...SPECIAL_NAMES, 'ünï.ipynb'].sort()
-    );
+    expect(
+      models((jupyter.json as Model).content)
+        .map(m => m.name)
+        .sort()
+    ).toEqual([...SPECIAL_NAMES, 'ünï.ipynb'].sort());
     for (const name of SPECIAL_NAMES) {
       const r = await env.both(get(`${dir}/${name}`, 'hash=1'));
       expect(r.jupyter.json).toMatchObject({ name, content: `${name} text` });

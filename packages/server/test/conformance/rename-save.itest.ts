@@ -10,9 +10,21 @@ import { conformanceSuite, contentsPath, expectedLocation, type Req } from '../s
 
 const env = conformanceSuite();
 
-const get = (apiPath: string, query?: string): Req => ({ method: 'GET', path: contentsPath(apiPath), query });
-const put = (apiPath: string, json?: unknown): Req => ({ method: 'PUT', path: contentsPath(apiPath), json });
-const patch = (apiPath: string, json?: unknown): Req => ({ method: 'PATCH', path: contentsPath(apiPath), json });
+const get = (apiPath: string, query?: string): Req => ({
+  method: 'GET',
+  path: contentsPath(apiPath),
+  query
+});
+const put = (apiPath: string, json?: unknown): Req => ({
+  method: 'PUT',
+  path: contentsPath(apiPath),
+  json
+});
+const patch = (apiPath: string, json?: unknown): Req => ({
+  method: 'PATCH',
+  path: contentsPath(apiPath),
+  json
+});
 const rename = (from: string, to: string): Req => patch(from, { path: to });
 
 type Model = Record<string, unknown>;
@@ -73,7 +85,7 @@ describe('rename and save (test_api.py)', () => {
     expect(r.jupyter.headers.location).toBe(expectedLocation(env.jupyter.baseUrl, 'foo/z.ipynb'));
     expect(r.jupyter.json).toMatchObject({ name: 'z.ipynb', path: 'foo/z.ipynb' });
     const listing = await env.both(get('foo'));
-    const names = ((listing.jupyter.json as Model).content as Model[]).map((m) => m.name);
+    const names = ((listing.jupyter.json as Model).content as Model[]).map(m => m.name);
     expect(names).toContain('z.ipynb');
     expect(names).not.toContain('a.ipynb');
   });
@@ -93,9 +105,13 @@ describe('rename and save (test_api.py)', () => {
     const first = await env.both(get('foo/a.ipynb'));
     const nb = (first.jupyter.json as Model).content as Notebook;
     nb.cells.push(markdownCell('Created by test ³', 'created-by-test'));
-    expect((await env.both(put('foo/a.ipynb', { content: nb, type: 'notebook' }))).jupyter.status).toBe(200);
+    expect(
+      (await env.both(put('foo/a.ipynb', { content: nb, type: 'notebook' }))).jupyter.status
+    ).toBe(200);
     const again = await env.both(get('foo/a.ipynb'));
-    expect(((again.jupyter.json as Model).content as Notebook).cells[0].source).toBe('Created by test ³');
+    expect(((again.jupyter.json as Model).content as Notebook).cells[0].source).toBe(
+      'Created by test ³'
+    );
   });
 });
 
@@ -134,7 +150,9 @@ describe('rename', () => {
 
   test('checkpoints follow a renamed notebook and file', async () => {
     for (const p of ['foo/a.ipynb', 'foo/a.txt']) {
-      expect((await env.both({ method: 'POST', path: contentsPath(p, 'checkpoints') })).jupyter.status).toBe(201);
+      expect(
+        (await env.both({ method: 'POST', path: contentsPath(p, 'checkpoints') })).jupyter.status
+      ).toBe(201);
     }
     expect((await env.both(rename('foo/a.ipynb', 'foo/renamed.ipynb'))).jupyter.status).toBe(200);
     expect((await env.both(rename('foo/a.txt', 'ordering/renamed.txt'))).jupyter.status).toBe(200);
@@ -168,27 +186,50 @@ describe('save', () => {
       metadata: { z: 1, a: { d: 1, c: 2 } },
       cells: [{ source: ['a\n', 'b'], metadata: {}, cell_type: 'markdown' }]
     };
-    expect((await env.both(put('old.ipynb', { type: 'notebook', content: nb44 }))).jupyter.status).toBe(201);
+    expect(
+      (await env.both(put('old.ipynb', { type: 'notebook', content: nb44 }))).jupyter.status
+    ).toBe(201);
     await env.both(get('old.ipynb'));
   });
 
   test('an invalid notebook is saved with a validation message', async () => {
-    const invalid = { nbformat: 4, nbformat_minor: 5, metadata: {}, cells: [{ cell_type: 'wrong', id: 'bad-1', metadata: {} }] };
+    const invalid = {
+      nbformat: 4,
+      nbformat_minor: 5,
+      metadata: {},
+      cells: [{ cell_type: 'wrong', id: 'bad-1', metadata: {} }]
+    };
     const r = await env.both(put('invalid.ipynb', { type: 'notebook', content: invalid }));
     expect(r.jupyter.status).toBe(201);
     await env.both(get('invalid.ipynb'));
   });
 
   test('text and base64 saves keep bytes; line endings untouched', async () => {
-    for (const content of ['a\r\nb\rc\n', '', 'ünïcødé ✓\n', '\u0000\u0001 control', 'x'.repeat(100_000)]) {
-      expect((await env.both(put('foo/a.txt', { type: 'file', format: 'text', content }))).jupyter.status).toBe(200);
+    for (const content of [
+      'a\r\nb\rc\n',
+      '',
+      'ünïcødé ✓\n',
+      '\u0000\u0001 control',
+      'x'.repeat(100_000)
+    ]) {
+      expect(
+        (await env.both(put('foo/a.txt', { type: 'file', format: 'text', content }))).jupyter.status
+      ).toBe(200);
       await env.both(get('foo/a.txt', 'hash=1'));
     }
     const bytes = Buffer.from([0, 1, 2, 0xfe, 0xff, 0x0a, 0x0d]);
-    await env.both(put('foo/a.blob', { type: 'file', format: 'base64', content: bytes.toString('base64') }));
+    await env.both(
+      put('foo/a.blob', { type: 'file', format: 'base64', content: bytes.toString('base64') })
+    );
     await env.both(get('foo/a.blob', 'hash=1'));
     // A text file saved as base64 and read back as text.
-    await env.both(put('foo/b.txt', { type: 'file', format: 'base64', content: Buffer.from('via b64').toString('base64') }));
+    await env.both(
+      put('foo/b.txt', {
+        type: 'file',
+        format: 'base64',
+        content: Buffer.from('via b64').toString('base64')
+      })
+    );
     await env.both(get('foo/b.txt'));
   });
 
@@ -209,7 +250,9 @@ describe('save', () => {
       source: 'print("from lab")',
       outputs: [{ output_type: 'stream', name: 'stdout', text: 'from lab\n' }]
     });
-    const saved = await env.both(put('foo/a.ipynb', { type: 'notebook', format: 'json', content: nb }));
+    const saved = await env.both(
+      put('foo/a.ipynb', { type: 'notebook', format: 'json', content: nb })
+    );
     expect(saved.jupyter.status).toBe(200);
     const after = await env.both(get('foo/a.ipynb', 'content=0&hash=1&1700000000002'));
     expect((after.jupyter.json as Model).hash).toBe(
@@ -218,7 +261,10 @@ describe('save', () => {
         .digest('hex')
     );
     expect((after.jupyter.json as Model).hash).not.toBe((before.jupyter.json as Model).hash);
-    expect((await env.both({ method: 'POST', path: contentsPath('foo/a.ipynb', 'checkpoints') })).jupyter.status).toBe(201);
+    expect(
+      (await env.both({ method: 'POST', path: contentsPath('foo/a.ipynb', 'checkpoints') })).jupyter
+        .status
+    ).toBe(201);
     await env.both({ method: 'GET', path: contentsPath('foo/a.ipynb', 'checkpoints') });
   });
 });

@@ -13,8 +13,16 @@ import { TEST_API_DIRS } from '../support/tree';
 const env = conformanceSuite({ shareNotary: true });
 
 const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
-const get = (apiPath: string, query?: string): Req => ({ method: 'GET', path: contentsPath(apiPath), query });
-const put = (apiPath: string, json?: unknown): Req => ({ method: 'PUT', path: contentsPath(apiPath), json });
+const get = (apiPath: string, query?: string): Req => ({
+  method: 'GET',
+  path: contentsPath(apiPath),
+  query
+});
+const put = (apiPath: string, json?: unknown): Req => ({
+  method: 'PUT',
+  path: contentsPath(apiPath),
+  json
+});
 const trust = (apiPath: string): Req => ({ method: 'POST', path: contentsPath(apiPath, 'trust') });
 
 type Cell = { cell_type: string; metadata: Record<string, unknown>; [key: string]: unknown };
@@ -40,7 +48,11 @@ function untrustedNotebook(trusted?: boolean): Notebook {
         metadata: meta,
         source: "print('hi')",
         outputs: [
-          { output_type: 'display_data', metadata: {}, data: { 'application/javascript': "alert('hi');", 'text/plain': 'x' } }
+          {
+            output_type: 'display_data',
+            metadata: {},
+            data: { 'application/javascript': "alert('hi');", 'text/plain': 'x' }
+          }
         ]
       },
       {
@@ -49,7 +61,14 @@ function untrustedNotebook(trusted?: boolean): Notebook {
         execution_count: 2,
         metadata: { ...meta, tags: ['t'] },
         source: '1.5',
-        outputs: [{ output_type: 'execute_result', execution_count: 2, metadata: {}, data: { 'text/html': '<b>1.5</b>', 'text/plain': '1.5' } }]
+        outputs: [
+          {
+            output_type: 'execute_result',
+            execution_count: 2,
+            metadata: {},
+            data: { 'text/html': '<b>1.5</b>', 'text/plain': '1.5' }
+          }
+        ]
       }
     ]
   };
@@ -58,7 +77,7 @@ function untrustedNotebook(trusted?: boolean): Notebook {
 /** The `trusted` flags of the code cells of a GET answer. */
 function trustedFlags(json: unknown): unknown[] {
   const nb = (json as { content: Notebook }).content;
-  return nb.cells.filter((c) => c.cell_type === 'code').map((c) => c.metadata.trusted);
+  return nb.cells.filter(c => c.cell_type === 'code').map(c => c.metadata.trusted);
 }
 
 describe('trust (test_api.py, test_manager.py)', () => {
@@ -74,7 +93,11 @@ describe('trust (test_api.py, test_manager.py)', () => {
   });
 
   test('test_check_and_sign', async () => {
-    const created = await env.both({ method: 'POST', path: contentsPath(''), json: { type: 'notebook' } });
+    const created = await env.both({
+      method: 'POST',
+      path: contentsPath(''),
+      json: { type: 'notebook' }
+    });
     expect(created.jupyter.status).toBe(201);
     const path = 'Untitled.ipynb';
     const nb = untrustedNotebook();
@@ -124,13 +147,25 @@ describe('trust round trip through the shared notary', () => {
   test('a notebook signed by Jupyter opens trusted through our server', async () => {
     const nb = untrustedNotebook();
     // Identical bytes on both sides, written by Jupyter's nbformat through a save.
-    expect((await env.one('jupyter', put('signed by jupyter.ipynb', { type: 'notebook', content: nb }))).status).toBe(201);
-    await copyFile(join(env.root('jupyter'), 'signed by jupyter.ipynb'), join(env.root('ours'), 'signed by jupyter.ipynb'));
+    expect(
+      (await env.one('jupyter', put('signed by jupyter.ipynb', { type: 'notebook', content: nb })))
+        .status
+    ).toBe(201);
+    await copyFile(
+      join(env.root('jupyter'), 'signed by jupyter.ipynb'),
+      join(env.root('ours'), 'signed by jupyter.ipynb')
+    );
     await copyFile(
       join(env.root('jupyter'), '.ipynb_checkpoints', 'signed by jupyter-checkpoint.ipynb'),
-      join(await ensureDir(env.root('ours'), '.ipynb_checkpoints'), 'signed by jupyter-checkpoint.ipynb')
+      join(
+        await ensureDir(env.root('ours'), '.ipynb_checkpoints'),
+        'signed by jupyter-checkpoint.ipynb'
+      )
     );
-    expect(trustedFlags((await env.both(get('signed by jupyter.ipynb'))).ours.json)).toEqual([false, false]);
+    expect(trustedFlags((await env.both(get('signed by jupyter.ipynb'))).ours.json)).toEqual([
+      false,
+      false
+    ]);
     // Only Jupyter is asked to trust it.
     expect((await env.one('jupyter', trust('signed by jupyter.ipynb'))).status).toBe(201);
     const { jupyter, ours } = await env.both(get('signed by jupyter.ipynb'));
@@ -141,12 +176,20 @@ describe('trust round trip through the shared notary', () => {
   test('a notebook saved through us with all code cells trusted opens trusted in Jupyter', async () => {
     const nb = untrustedNotebook(true);
     // Only we save it (and so sign it).
-    expect((await env.one('ours', put('signed by us.ipynb', { type: 'notebook', content: nb }))).status).toBe(201);
+    expect(
+      (await env.one('ours', put('signed by us.ipynb', { type: 'notebook', content: nb }))).status
+    ).toBe(201);
     const bytes = await readFile(join(env.root('ours'), 'signed by us.ipynb'));
-    await copyFile(join(env.root('ours'), 'signed by us.ipynb'), join(env.root('jupyter'), 'signed by us.ipynb'));
+    await copyFile(
+      join(env.root('ours'), 'signed by us.ipynb'),
+      join(env.root('jupyter'), 'signed by us.ipynb')
+    );
     await copyFile(
       join(env.root('ours'), '.ipynb_checkpoints', 'signed by us-checkpoint.ipynb'),
-      join(await ensureDir(env.root('jupyter'), '.ipynb_checkpoints'), 'signed by us-checkpoint.ipynb')
+      join(
+        await ensureDir(env.root('jupyter'), '.ipynb_checkpoints'),
+        'signed by us-checkpoint.ipynb'
+      )
     );
     const { jupyter, ours } = await env.both(get('signed by us.ipynb'));
     expect(trustedFlags(jupyter.json)).toEqual([true, true]);

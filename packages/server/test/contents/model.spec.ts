@@ -4,7 +4,7 @@ import {
   formatTimestamp,
   guessMimeType
 } from '../../src/contents/model';
-import { splitExtension } from '../../src/contents/checkpoints';
+import { splitExtension } from '../../src/contents/paths';
 import { compileGlobs, DEFAULT_HIDE_GLOBS } from '../../src/contents/hidden';
 import { decodeUrlPath, pythonQuote } from '../../src/http/quote';
 
@@ -36,6 +36,10 @@ describe('model helpers', () => {
     expect(guessMimeType('a.py')).toBe('text/x-python');
     expect(guessMimeType('a.png')).toBe('image/png');
     expect(guessMimeType('a.blob')).toBeNull();
+    expect(guessMimeType('a.ipynb')).toBeNull();
+    expect(guessMimeType('a.pyc')).toBe('application/x-python-code');
+    expect(guessMimeType('a.tar.gz')).toBe('application/x-tar');
+    expect(guessMimeType('a.tgz')).toBe('application/x-tar');
     expect(guessMimeType('README')).toBeNull();
   });
 

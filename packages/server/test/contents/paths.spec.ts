@@ -19,12 +19,15 @@ describe('paths', () => {
       expect(checkApiPath('/foo/bar.txt/')).toBe('foo/bar.txt');
       expect(checkApiPath('/')).toBe('');
     });
-    it('refuses dot-dot, NUL and drive prefixes with 404', () => {
+    it('refuses dot-dot, NUL and empty segments with 404', () => {
       expect(statusOf(() => checkApiPath('../etc/passwd'))).toBe(404);
       expect(statusOf(() => checkApiPath('foo/../../x'))).toBe(404);
       expect(statusOf(() => checkApiPath('foo\0bar'))).toBe(404);
-      expect(statusOf(() => checkApiPath('C:/Windows'))).toBe(404);
       expect(statusOf(() => checkApiPath('a//b'))).toBe(404);
+    });
+    it('keeps backslashes and drive-like names, which are ordinary on POSIX', () => {
+      expect(checkApiPath('C:\\Windows')).toBe('C:\\Windows');
+      expect(checkApiPath('..\\foo')).toBe('..\\foo');
     });
     it('refuses names longer than 255 bytes with 400', () => {
       expect(statusOf(() => checkApiPath('é'.repeat(128)))).toBe(400);

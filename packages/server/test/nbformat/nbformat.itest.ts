@@ -521,7 +521,24 @@ function breakSomewhere(random: Random, notebook: Record<string, unknown>): void
   } else if (action === 1 && !Array.isArray(parent)) {
     parent.unexpected = random.pick([1, 'x', null, []]);
   } else {
-    const replacement = random.pick<unknown>([5, 'text', null, true, [], {}, new PyNumber('float', '2.0'), ['a', 1]]);
+    const replacement = random.pick<unknown>([
+      5,
+      -1,
+      'text',
+      'idea',
+      '',
+      null,
+      true,
+      [],
+      {},
+      new PyNumber('float', '2.0'),
+      new PyNumber('int', BIG_INTS[0]),
+      ['a', 1],
+      ['id'],
+      { cell_type: 'code' },
+      { output_type: 'stream' },
+      { output_type: 'execute_result', data: {} }
+    ]);
     (parent as Record<string | number, unknown>)[key] = replacement;
   }
 }
@@ -608,12 +625,12 @@ describe('nbformat against Python nbformat 5.11.1', () => {
     expect(runPython([]).versions).toEqual(['5.11.1', '2.21.1']);
   });
 
-  const random = new Random(Number(process.env.NB_SEED ?? 20240611));
+  const random = new Random(20240611);
   const files: Buffer[] = FIXED_FILES.map(text => Buffer.from(text, 'utf8'));
   files.push(Buffer.from([0x7b, 0xff, 0x7d]));
-  for (let i = 0; i < Number(process.env.NB_N ?? 260); i++) {
+  for (let i = 0; i < 260; i++) {
     const notebook = notebookV4(random);
-    if (random.chance(0.3)) {
+    for (let breaks = random.chance(0.3) ? random.int(1, 3) : 0; breaks > 0; breaks--) {
       breakSomewhere(random, notebook);
     }
     files.push(Buffer.from(layout(random, notebook), 'utf8'));
@@ -626,9 +643,9 @@ describe('nbformat against Python nbformat 5.11.1', () => {
     files.push(Buffer.from(layout(random, notebook), 'utf8'));
   }
   const models: unknown[] = [...FIXED_MODELS];
-  for (let i = 0; i < Number(process.env.NB_M ?? 160); i++) {
+  for (let i = 0; i < 160; i++) {
     const notebook = i % 8 === 7 ? notebookV3(random) : notebookV4(random);
-    if (random.chance(0.25)) {
+    for (let breaks = random.chance(0.25) ? random.int(1, 3) : 0; breaks > 0; breaks--) {
       breakSomewhere(random, notebook);
     }
     models.push(notebook);

@@ -13,7 +13,6 @@ import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { parse as parseLossless } from 'lossless-json';
 import { startJupyterServer, type JupyterServerHandle } from './jupyterServer';
 import type * as OurServerModule from './ourServer';
 import type { OurAppOptions, OurServerHandle } from './ourServer';
@@ -137,10 +136,18 @@ const OUTSIDE_LINK = /(^|\/)links\/outside(\.txt|-dir)(\/|$)/;
 /** Does a difference concern a path that leads outside the root through a symlink? */
 function touchesOutsideLink(d: Difference): boolean {
   const paths = [d.apiPath ?? '', ...(d.bodyPaths ?? [])];
-  if (paths.some((p) => OUTSIDE_LINK.test(p))) return true;
-  if (d.aspect === 'body' && d.apiPath === 'links' && /^\/content\[name=outside(\.txt|-dir)\]/.test(d.field ?? ''))
+  if (paths.some(p => OUTSIDE_LINK.test(p))) return true;
+  if (
+    d.aspect === 'body' &&
+    d.apiPath === 'links' &&
+    /^\/content\[name=outside(\.txt|-dir)\]/.test(d.field ?? '')
+  )
     return true;
-  if (d.aspect === 'disk' && /^links\/(outside|\.ipynb_checkpoints(\/outside[^/]*)?$)/.test(d.field ?? '')) return true;
+  if (
+    d.aspect === 'disk' &&
+    /^links\/(outside|\.ipynb_checkpoints(\/outside[^/]*)?$)/.test(d.field ?? '')
+  )
+    return true;
   if (d.aspect === 'sandbox' && /^outside\//.test(d.field ?? '')) return true;
   return false;
 }
@@ -152,7 +159,8 @@ function touchesOutsideLink(d: Difference): boolean {
 export const INTENTIONAL_DEVIATIONS: readonly IntentionalDeviation[] = [
   {
     id: 'get-404-not-json',
-    request: 'GET {base}api/contents/<missing or hidden path>, and paths no Jupyter handler matches (`api/contents//x`)',
+    request:
+      'GET {base}api/contents/<missing or hidden path>, and paths no Jupyter handler matches (`api/contents//x`)',
     field: 'body (JSON-ness) and Content-Type',
     jupyter:
       "404 with the bare text `file or directory '<path>' does not exist` under Content-Type application/json, " +
@@ -161,7 +169,7 @@ export const INTENTIONAL_DEVIATIONS: readonly IntentionalDeviation[] = [
     why:
       'Jupyter writes text that is not JSON under a JSON content type (ContentsHandler._finish_error); ' +
       "every error of ours is JSON {message, reason}. Lab's ResponseError accepts both.",
-    matches: (d) =>
+    matches: d =>
       d.method === 'GET' &&
       d.jupyterStatus === 404 &&
       d.oursStatus === 404 &&
@@ -172,7 +180,8 @@ export const INTENTIONAL_DEVIATIONS: readonly IntentionalDeviation[] = [
   },
   {
     id: 'symlink-outside-root',
-    request: 'any request through links/outside.txt or links/outside-dir (symlinks that lead out of the root)',
+    request:
+      'any request through links/outside.txt or links/outside-dir (symlinks that lead out of the root)',
     field: 'status, body, listing entries, files written',
     jupyter: 'follows the symlink: lists it, reads, writes, copies and renames through it',
     ours: 'refuses it: not listed, 4xx on every request, nothing outside the root read or written',
@@ -188,19 +197,20 @@ export const INTENTIONAL_DEVIATIONS: readonly IntentionalDeviation[] = [
     jupyter: '500 (an unhandled exception, or its own model validation failing)',
     ours: 'a 4xx with {"message", "reason"}',
     why: 'Bad input is the client\'s error: never a 500 for bad input (DESIGN "Errors").',
-    matches: (d) =>
+    matches: d =>
       (d.jupyterStatus ?? 0) >= 500 && (d.oursStatus ?? 0) >= 400 && (d.oursStatus ?? 0) < 500
   },
   {
     id: 'validation-message-text',
     request: 'GET or PUT of a notebook that fails nbformat validation',
     field: 'model `message` (text after the prefix)',
-    jupyter: '"Notebook validation failed: " + the text of a Python jsonschema error (Python reprs of the cell)',
+    jupyter:
+      '"Notebook validation failed: " + the text of a Python jsonschema error (Python reprs of the cell)',
     ours: 'the same prefix, then our own description of the schema error',
     why:
       "The rest of the text is Python's jsonschema and dict repr output; Lab only shows it. Presence and " +
       'prefix are compared.',
-    matches: (d) =>
+    matches: d =>
       d.aspect === 'body' &&
       d.field === '/message' &&
       typeof d.jupyter === 'string' &&
@@ -215,7 +225,7 @@ export const INTENTIONAL_DEVIATIONS: readonly IntentionalDeviation[] = [
     jupyter: 'an HTML error page (TrustNotebooksHandler is not an APIHandler)',
     ours: 'JSON {"message", "reason"}',
     why: 'Every API error of ours is JSON.',
-    matches: (d) =>
+    matches: d =>
       /\/trust(\?|$)/.test(d.request) &&
       (d.jupyterStatus ?? 0) >= 400 &&
       (d.aspect === 'content-type' || d.aspect === 'json-ness')
@@ -226,7 +236,8 @@ export const INTENTIONAL_DEVIATIONS: readonly IntentionalDeviation[] = [
 export const TIMESTAMP_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?Z$/;
 
 /** An HTTP date (RFC 7231 IMF-fixdate), as in `Last-Modified`. */
-export const HTTP_DATE_RE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+export const HTTP_DATE_RE =
+  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
 
 /** Model keys whose values are timestamps, compared by format only. */
 const TIMESTAMP_KEYS = new Set(['created', 'last_modified']);
@@ -236,7 +247,10 @@ const TIMESTAMP_KEYS = new Set(['created', 'last_modified']);
  * `A-Za-z0-9_.-~` escaped (so also `!'()*`, unlike `encodeURIComponent`).
  */
 export function pyQuote(segment: string): string {
-  return encodeURIComponent(segment).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return encodeURIComponent(segment).replace(
+    /[!'()*]/g,
+    c => `%${c.charCodeAt(0).toString(16).toUpperCase()}`
+  );
 }
 
 /**
@@ -249,7 +263,7 @@ export function pyQuote(segment: string): string {
 export function contentsPath(apiPath: string, suffix?: string): string {
   const encoded = apiPath
     .split('/')
-    .filter((s) => s !== '')
+    .filter(s => s !== '')
     .map(pyQuote)
     .join('/');
   let path = encoded === '' ? 'api/contents' : `api/contents/${encoded}`;
@@ -295,7 +309,9 @@ function bodyPathsOf(req: Req): string[] {
 /** `METHOD path?query` */
 export function describeRequest(req: Req): string {
   const full = `${req.method} ${req.path}${req.query !== undefined ? `?${req.query}` : ''}`;
-  return full.length > 160 ? `${full.slice(0, 120)}…(${full.length} chars)…${full.slice(-30)}` : full;
+  return full.length > 160
+    ? `${full.slice(0, 120)}…(${full.length} chars)…${full.slice(-30)}`
+    : full;
 }
 
 function toRes(status: number, headers: Record<string, string>, body: Buffer): Res {
@@ -382,10 +398,13 @@ export function rawRequest(
         port: Number(port),
         method,
         path: rawPath,
-        headers: body === undefined ? headers : { ...headers, 'Content-Length': String(Buffer.byteLength(body)) },
+        headers:
+          body === undefined
+            ? headers
+            : { ...headers, 'Content-Length': String(Buffer.byteLength(body)) },
         timeout: REQUEST_TIMEOUT_MS
       },
-      (res) => {
+      res => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
@@ -423,9 +442,100 @@ export class JsonNumber {
   }
 }
 
-/** Parse JSON keeping every number's spelling; throws on invalid JSON. */
+const NUMBER_RE = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+const WHITESPACE_RE = /[ \t\n\r]*/y;
+
+/**
+ * Parse JSON keeping every number's spelling as a {@link JsonNumber}; throws on invalid JSON.
+ * Strings are located by scanning for their closing quote and decoded by the native
+ * `JSON.parse`, so multi-megabyte base64 contents parse quickly.
+ */
 export function parseExact(text: string): unknown {
-  return parseLossless(text, null, (literal: string) => new JsonNumber(literal));
+  let i = 0;
+  const fail = (what: string): never => {
+    throw new SyntaxError(`invalid JSON at ${i}: ${what}`);
+  };
+  const ws = (): void => {
+    WHITESPACE_RE.lastIndex = i;
+    WHITESPACE_RE.exec(text);
+    i = WHITESPACE_RE.lastIndex;
+  };
+  const str = (): string => {
+    const start = i;
+    let j = i + 1;
+    for (;;) {
+      const q = text.indexOf('"', j);
+      if (q < 0) fail('unterminated string');
+      let backslashes = 0;
+      for (let k = q - 1; k > start && text[k] === '\\'; k--) backslashes++;
+      j = q + 1;
+      if (backslashes % 2 === 0) break;
+    }
+    i = j;
+    return JSON.parse(text.slice(start, j)) as string;
+  };
+  const value = (): unknown => {
+    ws();
+    const c = text[i];
+    if (c === '{') {
+      i++;
+      // No prototype: a "__proto__" key is just a key.
+      const obj = Object.create(null) as Record<string, unknown>;
+      ws();
+      if (text[i] === '}') {
+        i++;
+        return obj;
+      }
+      for (;;) {
+        ws();
+        if (text[i] !== '"') fail('expected a key');
+        const key = str();
+        ws();
+        if (text[i++] !== ':') fail('expected ":"');
+        obj[key] = value();
+        ws();
+        const d = text[i++];
+        if (d === '}') return obj;
+        if (d !== ',') fail('expected "," or "}"');
+      }
+    }
+    if (c === '[') {
+      i++;
+      const arr: unknown[] = [];
+      ws();
+      if (text[i] === ']') {
+        i++;
+        return arr;
+      }
+      for (;;) {
+        arr.push(value());
+        ws();
+        const d = text[i++];
+        if (d === ']') return arr;
+        if (d !== ',') fail('expected "," or "]"');
+      }
+    }
+    if (c === '"') return str();
+    for (const [word, v] of [
+      ['true', true],
+      ['false', false],
+      ['null', null]
+    ] as const) {
+      if (text.startsWith(word, i)) {
+        i += word.length;
+        return v;
+      }
+    }
+    NUMBER_RE.lastIndex = i;
+    const m = NUMBER_RE.exec(text);
+    if (m === null) return fail('unexpected character');
+    i = NUMBER_RE.lastIndex;
+    return new JsonNumber(m[0]);
+  };
+  const out = value();
+  ws();
+  if (i !== text.length) fail('trailing characters');
+  return out;
 }
 
 /** Is this a directory model whose content is a listing? */
@@ -452,15 +562,24 @@ export function compareJson(j: unknown, o: unknown, at = ''): Array<[string, unk
     if (a instanceof JsonNumber || b instanceof JsonNumber) {
       const la = a instanceof JsonNumber ? a.literal : a;
       const lb = b instanceof JsonNumber ? b.literal : b;
-      if (!(a instanceof JsonNumber && b instanceof JsonNumber && la === lb)) out.push([path === '' ? '/' : path, la, lb]);
+      if (!(a instanceof JsonNumber && b instanceof JsonNumber && la === lb))
+        out.push([path === '' ? '/' : path, la, lb]);
       return;
     }
     if (Array.isArray(a) && Array.isArray(b)) {
       if (a.length !== b.length) out.push([`${path} (length)`, a.length, b.length]);
-      for (let i = 0; i < Math.min(a.length, b.length); i++) walk(a[i], b[i], `${path}[${i}]`, undefined);
+      for (let i = 0; i < Math.min(a.length, b.length); i++)
+        walk(a[i], b[i], `${path}[${i}]`, undefined);
       return;
     }
-    if (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null && !Array.isArray(a) && !Array.isArray(b)) {
+    if (
+      typeof a === 'object' &&
+      a !== null &&
+      typeof b === 'object' &&
+      b !== null &&
+      !Array.isArray(a) &&
+      !Array.isArray(b)
+    ) {
       const ra = a as Record<string, unknown>;
       const rb = b as Record<string, unknown>;
       const keys = [...new Set([...Object.keys(ra), ...Object.keys(rb)])].sort();
@@ -476,13 +595,15 @@ export function compareJson(j: unknown, o: unknown, at = ''): Array<[string, unk
         }
         if (k === 'content' && isListing(ra) && isListing(rb)) {
           const byName = (list: unknown[]): Map<string, unknown> =>
-            new Map(list.map((e) => [String((e as Record<string, unknown>)?.name), e]));
+            new Map(list.map(e => [String((e as Record<string, unknown>)?.name), e]));
           const ma = byName(ra.content as unknown[]);
           const mb = byName(rb.content as unknown[]);
           for (const name of [...new Set([...ma.keys(), ...mb.keys()])].sort()) {
             const entry = `${path}/content[name=${name}]`;
-            if (!mb.has(name)) out.push([`${entry} (missing in ours)`, short(ma.get(name)), undefined]);
-            else if (!ma.has(name)) out.push([`${entry} (only in ours)`, undefined, short(mb.get(name))]);
+            if (!mb.has(name))
+              out.push([`${entry} (missing in ours)`, short(ma.get(name)), undefined]);
+            else if (!ma.has(name))
+              out.push([`${entry} (only in ours)`, undefined, short(mb.get(name))]);
             else walk(ma.get(name), mb.get(name), entry, undefined);
           }
           continue;
@@ -513,7 +634,8 @@ export function looksLikeStackTrace(text: string): boolean {
 export function checkOurAnswer(req: Req, res: Res): string[] {
   const problems: string[] = [];
   const what = describeRequest(req);
-  if (res.status >= 500) problems.push(`${what}: ours answered ${res.status} (never a 5xx): ${res.text.slice(0, 300)}`);
+  if (res.status >= 500)
+    problems.push(`${what}: ours answered ${res.status} (never a 5xx): ${res.text.slice(0, 300)}`);
   if (res.status >= 400) {
     const body = res.json as Record<string, unknown> | undefined;
     const ok =
@@ -525,11 +647,17 @@ export function checkOurAnswer(req: Req, res: Res): string[] {
       body.message !== '' &&
       'reason' in body &&
       (typeof body.reason === 'string' || body.reason === null);
-    if (!ok) problems.push(`${what}: ours' ${res.status} error is not JSON {"message", "reason"}: ${res.text.slice(0, 300)}`);
+    if (!ok)
+      problems.push(
+        `${what}: ours' ${res.status} error is not JSON {"message", "reason"}: ${res.text.slice(0, 300)}`
+      );
     if (!/^application\/json\b/i.test(res.headers['content-type'] ?? ''))
-      problems.push(`${what}: ours' error Content-Type is ${res.headers['content-type']}, not application/json`);
+      problems.push(
+        `${what}: ours' error Content-Type is ${res.headers['content-type']}, not application/json`
+      );
   }
-  if (looksLikeStackTrace(res.text)) problems.push(`${what}: ours' body looks like a stack trace: ${res.text.slice(0, 300)}`);
+  if (looksLikeStackTrace(res.text))
+    problems.push(`${what}: ours' body looks like a stack trace: ${res.text.slice(0, 300)}`);
   return problems;
 }
 
@@ -538,7 +666,12 @@ export function checkOurAnswer(req: Req, res: Res): string[] {
  *
  * @returns every difference (intentional ones included; filter with {@link isIntentional}).
  */
-export function compareResponses(req: Req, jupyter: Res, ours: Res, options: CompareOptions = {}): Difference[] {
+export function compareResponses(
+  req: Req,
+  jupyter: Res,
+  ours: Res,
+  options: CompareOptions = {}
+): Difference[] {
   const base = {
     request: describeRequest(req),
     method: req.method,
@@ -557,7 +690,8 @@ export function compareResponses(req: Req, jupyter: Res, ours: Res, options: Com
   if (jl !== ol) add('location', jl, ol);
   const jct = jupyter.headers['content-type']?.toLowerCase().replace(/\s+/g, '');
   const oct = ours.headers['content-type']?.toLowerCase().replace(/\s+/g, '');
-  if (jct !== oct) add('content-type', jupyter.headers['content-type'], ours.headers['content-type']);
+  if (jct !== oct)
+    add('content-type', jupyter.headers['content-type'], ours.headers['content-type']);
   const jlm = jupyter.headers['last-modified'];
   const olm = ours.headers['last-modified'];
   if ((jlm === undefined) !== (olm === undefined) || (olm !== undefined && !HTTP_DATE_RE.test(olm)))
@@ -585,7 +719,9 @@ export function compareResponses(req: Req, jupyter: Res, ours: Res, options: Com
   }
   if (jupyter.isJson && ours.isJson) {
     // Numbers are compared as spelled: Jupyter writes Python's float repr (1.0, 1e-07, -0.0).
-    for (const [field, j, o] of compareJson(parseExact(jupyter.text), parseExact(ours.text))) add('body', j, o, field);
+    for (const [field, j, o] of compareJson(parseExact(jupyter.text), parseExact(ours.text))) {
+      add('body', j, o, field);
+    }
   } else if (!jupyter.body.equals(ours.body)) {
     add('body', short(jupyter.text), short(ours.text));
   }
@@ -594,16 +730,18 @@ export function compareResponses(req: Req, jupyter: Res, ours: Res, options: Com
 
 /** Is this difference covered by {@link INTENTIONAL_DEVIATIONS}? Returns the entry's id. */
 export function isIntentional(d: Difference): string | undefined {
-  return INTENTIONAL_DEVIATIONS.find((dev) => dev.matches(d))?.id;
+  return INTENTIONAL_DEVIATIONS.find(dev => dev.matches(d))?.id;
 }
 
 /** Format differences for an error message. */
 export function formatDifferences(diffs: readonly Difference[]): string {
   return diffs
     .map(
-      (d) =>
+      d =>
         `- [${d.aspect}] ${d.request}${d.field !== undefined ? ` ${d.field}` : ''}` +
-        (d.jupyterStatus !== undefined ? ` (status jupyter ${d.jupyterStatus}, ours ${d.oursStatus})` : '') +
+        (d.jupyterStatus !== undefined
+          ? ` (status jupyter ${d.jupyterStatus}, ours ${d.oursStatus})`
+          : '') +
         `\n    jupyter: ${JSON.stringify(d.jupyter)}\n    ours:    ${JSON.stringify(d.ours)}`
     )
     .join('\n');
@@ -714,7 +852,9 @@ export function conformanceSuite(options: SuiteOptions = {}): Conformance {
       const second = await startJupyterServer({
         rootDir: tree.ours.root,
         baseUrl,
-        stateDir: options.shareNotary ? join(base, 'jupyter-state') : join(base, 'second-jupyter-state'),
+        stateDir: options.shareNotary
+          ? join(base, 'jupyter-state')
+          : join(base, 'second-jupyter-state'),
         extraArgs: options.jupyterArgs
       });
       ourServer = second;
@@ -785,7 +925,8 @@ export function conformanceSuite(options: SuiteOptions = {}): Conformance {
     async both(req: Req, compareOptions: CompareOptions = {}) {
       const jupyter = await send(harness.jupyter, req);
       const ours = await send(harness.ours, req);
-      for (const d of compareResponses(req, jupyter, ours, compareOptions)) if (isIntentional(d) === undefined) pending.push(d);
+      for (const d of compareResponses(req, jupyter, ours, compareOptions))
+        if (isIntentional(d) === undefined) pending.push(d);
       problems.push(...checkOurAnswer(req, ours));
       return { jupyter, ours };
     },
@@ -800,18 +941,34 @@ export function conformanceSuite(options: SuiteOptions = {}): Conformance {
       }
     },
     async mkdirBoth(relPath: string) {
-      for (const side of ['jupyter', 'ours'] as const) await mkdir(join(harness.root(side), relPath), { recursive: true });
+      for (const side of ['jupyter', 'ours'] as const)
+        await mkdir(join(harness.root(side), relPath), { recursive: true });
     },
     async compareDisk(label = 'disk') {
       const t = harness.tree;
       const [j, o] = [await snapshotDir(t.jupyter.root), await snapshotDir(t.ours.root)];
       for (const { path, text } of diffSnapshots(j, o)) {
-        const d: Difference = { aspect: 'disk', request: label, field: path, jupyter: text, ours: text };
+        const d: Difference = {
+          aspect: 'disk',
+          request: label,
+          field: path,
+          jupyter: text,
+          ours: text
+        };
         if (isIntentional(d) === undefined) pending.push(d);
       }
-      const [js, os] = [await snapshotDir(t.jupyter.sandbox, ['root']), await snapshotDir(t.ours.sandbox, ['root'])];
+      const [js, os] = [
+        await snapshotDir(t.jupyter.sandbox, ['root']),
+        await snapshotDir(t.ours.sandbox, ['root'])
+      ];
       for (const { path, text } of diffSnapshots(js, os)) {
-        const d: Difference = { aspect: 'sandbox', request: label, field: path, jupyter: text, ours: text };
+        const d: Difference = {
+          aspect: 'sandbox',
+          request: label,
+          field: path,
+          jupyter: text,
+          ours: text
+        };
         if (isIntentional(d) === undefined) pending.push(d);
       }
       const expected = need(sandboxExpected, 'the sandbox snapshot');
@@ -829,10 +986,14 @@ export function conformanceSuite(options: SuiteOptions = {}): Conformance {
       if (diffs.length > 0 || probs.length > 0) {
         throw new Error(
           [
-            diffs.length > 0 ? `${diffs.length} difference(s) from Jupyter Server:\n${formatDifferences(diffs)}` : '',
-            probs.length > 0 ? `${probs.length} problem(s) with our answers:\n- ${probs.join('\n- ')}` : ''
+            diffs.length > 0
+              ? `${diffs.length} difference(s) from Jupyter Server:\n${formatDifferences(diffs)}`
+              : '',
+            probs.length > 0
+              ? `${probs.length} problem(s) with our answers:\n- ${probs.join('\n- ')}`
+              : ''
           ]
-            .filter((s) => s !== '')
+            .filter(s => s !== '')
             .join('\n')
         );
       }

@@ -104,10 +104,15 @@ export function normaliseBaseUrl(baseUrl: string | undefined): string {
   return trimmed === '' ? '/' : `/${trimmed}/`;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number): Promise<void> => new Promise(r => setTimeout(r, ms));
 
 /** Environment for the child: the caller's, minus anything that would point Jupyter elsewhere. */
-function isolatedEnv(state: { home: string; config: string; data: string; runtime: string }): NodeJS.ProcessEnv {
+function isolatedEnv(state: {
+  home: string;
+  config: string;
+  data: string;
+  runtime: string;
+}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (/^(JUPYTER|XDG|IPYTHON|PYTHON(PATH|HOME|STARTUP))/.test(key)) continue;
@@ -137,7 +142,9 @@ function isolatedEnv(state: { home: string; config: string; data: string; runtim
  * @returns a handle; always call `stop()` (e.g. in `afterAll`).
  * @throws if the venv is missing or the server does not come up in time (with its log).
  */
-export async function startJupyterServer(options: JupyterServerOptions): Promise<JupyterServerHandle> {
+export async function startJupyterServer(
+  options: JupyterServerOptions
+): Promise<JupyterServerHandle> {
   const python = findVenvPython();
   const rootDir = await realpath(options.rootDir);
   const baseUrl = normaliseBaseUrl(options.baseUrl);
@@ -185,7 +192,7 @@ export async function startJupyterServer(options: JupyterServerOptions): Promise
     };
     child.stdout?.on('data', collect);
     child.stderr?.on('data', collect);
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const exited = new Promise<number | null>(r => child.once('exit', code => r(code)));
     let hasExited = false;
     void exited.then(() => {
       hasExited = true;
@@ -204,7 +211,8 @@ export async function startJupyterServer(options: JupyterServerOptions): Promise
       authHeaders: { Authorization: `token ${token}` },
       api: (relative: string) => `${url}${baseUrl}${relative.replace(/^\/+/, '')}`,
       log: () => logLines.join('\n'),
-      stop: (killAfterMs = 10_000) => stopChild(child, exited, () => hasExited, killAfterMs, ownState ? stateDir : undefined)
+      stop: (killAfterMs = 10_000) =>
+        stopChild(child, exited, () => hasExited, killAfterMs, ownState ? stateDir : undefined)
     };
 
     const deadline = Date.now() + timeoutMs;
@@ -237,9 +245,12 @@ export async function startJupyterServer(options: JupyterServerOptions): Promise
 }
 
 /** Wait for the exit promise, at most `ms`; the timer never outlives the wait. */
-async function exitWithin(exited: Promise<number | null>, ms: number): Promise<'exited' | 'timeout'> {
+async function exitWithin(
+  exited: Promise<number | null>,
+  ms: number
+): Promise<'exited' | 'timeout'> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((r) => {
+  const timeout = new Promise<'timeout'>(r => {
     timer = setTimeout(() => r('timeout'), ms);
   });
   try {

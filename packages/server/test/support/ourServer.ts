@@ -53,7 +53,7 @@ export async function startOurServer(options: OurAppOptions): Promise<OurServerH
     port,
     api: (relative: string) => `${url}${baseUrl}${relative.replace(/^\/+/, '')}`,
     stop: () => {
-      stopped ??= new Promise<void>((resolve) => {
+      stopped ??= new Promise<void>(resolve => {
         server.close(() => resolve());
         server.closeAllConnections();
       });

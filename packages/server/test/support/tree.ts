@@ -10,7 +10,18 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cp, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import {
+  cp,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  readlink,
+  rm,
+  symlink,
+  writeFile
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findVenvPython } from './jupyterServer';
@@ -108,7 +119,10 @@ export async function writeTree(dir: string): Promise<void> {
     await mkdir(d, { recursive: true });
     await writeFile(join(d, `${name}.ipynb`), notebook);
     await writeFile(join(d, `${name}.txt`), `${name} text file`, 'utf8');
-    await writeFile(join(d, `${name}.blob`), Buffer.concat([Buffer.from(name, 'utf8'), Buffer.from([0xff])]));
+    await writeFile(
+      join(d, `${name}.blob`),
+      Buffer.concat([Buffer.from(name, 'utf8'), Buffer.from([0xff])])
+    );
   }
   // Hidden entries (test_get_404_hidden and friends).
   await mkdir(join(dir, '.hidden'));
@@ -116,7 +130,10 @@ export async function writeTree(dir: string): Promise<void> {
   await writeFile(join(dir, '.hidden.txt'), 'hidden text file', 'utf8');
   // hide_globs: never listed, even though not hidden.
   await mkdir(join(dir, 'globs', '__pycache__'), { recursive: true });
-  await writeFile(join(dir, 'globs', '__pycache__', 'mod.cpython-311.pyc'), Buffer.from([0x6f, 0x0d, 0x0d, 0x0a]));
+  await writeFile(
+    join(dir, 'globs', '__pycache__', 'mod.cpython-311.pyc'),
+    Buffer.from([0x6f, 0x0d, 0x0d, 0x0a])
+  );
   await writeFile(join(dir, 'globs', 'mod.pyc'), Buffer.from([0x6f, 0x0d]));
   await writeFile(join(dir, 'globs', 'backup.txt~'), 'old', 'utf8');
   await writeFile(join(dir, 'globs', 'kept.py'), 'print("kept")\n', 'utf8');
@@ -195,7 +212,8 @@ export async function createTreePair(base: string): Promise<TreePair> {
 
 /** Empty a directory without removing it (a running server keeps its root). */
 export async function emptyDir(dir: string): Promise<void> {
-  for (const name of await readdir(dir)) await rm(join(dir, name), { recursive: true, force: true });
+  for (const name of await readdir(dir))
+    await rm(join(dir, name), { recursive: true, force: true });
 }
 
 /**
@@ -209,7 +227,11 @@ export async function resetTreePair(pair: TreePair): Promise<void> {
       if (name !== 'root') await rm(join(side.sandbox, name), { recursive: true, force: true });
     }
     await emptyDir(side.root);
-    await cp(template, side.root, { recursive: true, verbatimSymlinks: true, preserveTimestamps: false });
+    await cp(template, side.root, {
+      recursive: true,
+      verbatimSymlinks: true,
+      preserveTimestamps: false
+    });
     await writeOutside(side.sandbox);
   }
 }
@@ -230,7 +252,10 @@ export interface DiskEntry {
  * @param dir - the directory to walk.
  * @param skip - top-level names to leave out (e.g. `root` when snapshotting a sandbox).
  */
-export async function snapshotDir(dir: string, skip: readonly string[] = []): Promise<Map<string, DiskEntry>> {
+export async function snapshotDir(
+  dir: string,
+  skip: readonly string[] = []
+): Promise<Map<string, DiskEntry>> {
   const out = new Map<string, DiskEntry>();
   const walk = async (rel: string): Promise<void> => {
     const names = (await readdir(join(dir, rel))).sort();
@@ -282,12 +307,15 @@ export function diffSnapshots(
 ): SnapshotDifference[] {
   const out: SnapshotDifference[] = [];
   const show = (e: DiskEntry): string =>
-    e.type === 'file' ? `file ${e.size} bytes sha256 ${e.digest.slice(0, 12)}` : `${e.type} ${e.digest}`.trim();
+    e.type === 'file'
+      ? `file ${e.size} bytes sha256 ${e.digest.slice(0, 12)}`
+      : `${e.type} ${e.digest}`.trim();
   for (const key of [...new Set([...a.keys(), ...b.keys()])].sort()) {
     const x = a.get(key);
     const y = b.get(key);
     const name = JSON.stringify(key);
-    if (x === undefined && y !== undefined) out.push({ path: key, text: `${name}: only in ${labels[1]} (${show(y)})` });
+    if (x === undefined && y !== undefined)
+      out.push({ path: key, text: `${name}: only in ${labels[1]} (${show(y)})` });
     else if (y === undefined && x !== undefined)
       out.push({ path: key, text: `${name}: only in ${labels[0]} (${show(x)})` });
     else if (x !== undefined && y !== undefined && (x.type !== y.type || x.digest !== y.digest))

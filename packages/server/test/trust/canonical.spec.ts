@@ -246,9 +246,9 @@ describe('computeSignature', () => {
   });
 
   it('rejects unknown algorithms', () => {
-    expect(() => new NotebookNotary({ dataDir: '/x', dbFile: ':memory:', algorithm: 'constructor' })).toThrow(
-      /Unknown notary algorithm/
-    );
+    expect(
+      () => new NotebookNotary({ dataDir: '/x', dbFile: ':memory:', algorithm: 'constructor' })
+    ).toThrow(/Unknown notary algorithm/);
     expect(
       () => new NotebookNotary({ dataDir: '/x', dbFile: ':memory:', algorithm: 'shake_128' })
     ).toThrow(/Unknown notary algorithm/);

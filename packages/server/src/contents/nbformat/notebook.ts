@@ -208,9 +208,7 @@ const SPLIT_MIME_TYPES = new Set(['application/javascript', 'image/svg+xml']);
 
 /** JSON MIME types keep their structured value. */
 function isJsonMime(mime: string): boolean {
-  return (
-    mime === 'application/json' || (mime.startsWith('application/') && mime.endsWith('+json'))
-  );
+  return mime === 'application/json' || (mime.startsWith('application/') && mime.endsWith('+json'));
 }
 
 /** nbformat 4's `rejoin_lines`: multi-line values stored as lists become strings again. */

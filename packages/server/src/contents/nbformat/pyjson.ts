@@ -27,7 +27,8 @@ export class PythonException extends Error {
   ) {
     super(message);
     this.name = 'PythonException';
-    this.pythonRepr = pythonRepr ?? `${pythonType}(${message === '' ? '' : pythonStrRepr(message)})`;
+    this.pythonRepr =
+      pythonRepr ?? `${pythonType}(${message === '' ? '' : pythonStrRepr(message)})`;
   }
 
   /** What `repr(exception)` prints in Python (Jupyter puts it in "Unreadable Notebook" errors). */
@@ -170,6 +171,11 @@ function classifyNumber(
       if (text.charCodeAt(k) !== 0x30) {
         return undefined;
       }
+    }
+    const wholeDigits = dot - start - (text.charCodeAt(start) === 0x2d ? 1 : 0);
+    if (wholeDigits <= 15 && dot > start && JSON_NUMBER.test(text.slice(start, end))) {
+      // Below 10^15 the integer part is exact and already in Python's repr form.
+      return new PyNumber('float', text.slice(start, dot) + '.0');
     }
   }
   const lexeme = text.slice(start, end);
@@ -408,6 +414,19 @@ function formatNumber(value: number): string {
   if (!Number.isFinite(value)) {
     return value > 0 ? 'Infinity' : '-Infinity';
   }
+  return floatRepr(value);
+}
+
+/**
+ * Python's `repr(float)`, quickly: between 10^-4 and 10^16 both languages print the same shortest
+ * round-trip digits positionally, and only an integral value needs Python's `.0`.
+ */
+export function floatRepr(value: number): string {
+  const magnitude = Math.abs(value);
+  if (magnitude >= 1e-4 && magnitude < 1e16) {
+    const text = String(value);
+    return Number.isInteger(value) ? text + '.0' : text;
+  }
   return pythonFloatRepr(value);
 }
 
@@ -431,9 +450,7 @@ function quoteUnicodeRaw(text: string): string {
   }
   // An odd run of backslashes ends with the escape's own backslash.
   return quoted.replace(ESCAPED_SURROGATE, (match, slashes: string, hex: string) =>
-    slashes.length % 2 === 1
-      ? slashes.slice(1) + String.fromCharCode(parseInt(hex, 16))
-      : match
+    slashes.length % 2 === 1 ? slashes.slice(1) + String.fromCharCode(parseInt(hex, 16)) : match
   );
 }
 
@@ -597,7 +614,7 @@ export function pythonRepr(value: unknown, options: ReprOptions = {}): string {
     case 'number':
       return Number.isInteger(value) && Math.abs(value) <= Number.MAX_SAFE_INTEGER
         ? String(value)
-        : pythonFloatRepr(value);
+        : floatRepr(value);
     case 'boolean':
       return value ? 'True' : 'False';
     case 'bigint':
@@ -735,7 +752,9 @@ export function pythonEquals(a: unknown, b: unknown): boolean {
     const keys = Object.keys(a);
     return (
       keys.length === Object.keys(b).length &&
-      keys.every(key => Object.prototype.hasOwnProperty.call(b, key) && pythonEquals(a[key], b[key]))
+      keys.every(
+        key => Object.prototype.hasOwnProperty.call(b, key) && pythonEquals(a[key], b[key])
+      )
     );
   }
   return (a === null || a === undefined) && (b === null || b === undefined);

@@ -51,7 +51,10 @@ const MULTILINE_OUTPUT_KEYS = ['text', 'html', 'svg', 'latex', 'javascript', 'js
  * `AttributeError` becomes a `ValidationError` about a missing key.
  */
 export function asReaderError<T>(action: () => T): T {
-  return asMissingKey(action, message => `The notebook is invalid and is missing an expected key: ${message}`);
+  return asMissingKey(
+    action,
+    message => `The notebook is invalid and is missing an expected key: ${message}`
+  );
 }
 
 /**
@@ -109,13 +112,20 @@ function asMissingKey<T>(action: () => T, describe: (message: string) => string)
   } catch (error) {
     if (error instanceof PythonException && error.pythonType === 'AttributeError') {
       const message = describe(error.message);
-      throw new PythonException('ValidationError', message, `<ValidationError: ${pythonStrRepr(message)}>`);
+      throw new PythonException(
+        'ValidationError',
+        message,
+        `<ValidationError: ${pythonStrRepr(message)}>`
+      );
     }
     throw error;
   }
 }
 
-const UPGRADES: Record<number, (notebook: JsonObject, generateCellId: CellIdGenerator) => JsonObject> = {
+const UPGRADES: Record<
+  number,
+  (notebook: JsonObject, generateCellId: CellIdGenerator) => JsonObject
+> = {
   2: upgradeV1ToV2,
   3: upgradeV2ToV3,
   4: upgradeV3ToV4
@@ -214,7 +224,10 @@ function upgradeV1ToV2(notebook: JsonObject): JsonObject {
     if (cellType === 'code') {
       previous = newCodeCellV2(pyGet(cell, 'code', null), pyGet(cell, 'prompt_number', null));
     } else if (cellType === 'text') {
-      previous = { ...optional('source', pyGet(cell, 'text', null), pythonToStr), cell_type: 'markdown' };
+      previous = {
+        ...optional('source', pyGet(cell, 'text', null), pythonToStr),
+        cell_type: 'markdown'
+      };
     }
     if (previous === undefined) {
       // nbformat appends a variable it never assigned.
@@ -332,7 +345,10 @@ function repeatCount(level: unknown): number {
     return level ? 1 : 0;
   }
   if (kind !== 'int') {
-    throw new PythonException('TypeError', `can't multiply sequence by non-int of type '${pythonTypeName(level)}'`);
+    throw new PythonException(
+      'TypeError',
+      `can't multiply sequence by non-int of type '${pythonTypeName(level)}'`
+    );
   }
   const count = Number(level);
   if (count > MAX_HEADING_LEVEL) {

@@ -246,8 +246,7 @@ function relaxAdditionalProperties<T>(value: T): T {
   if (value !== null && typeof value === 'object') {
     const record = value as JsonObject;
     for (const key of Object.keys(record)) {
-      record[key] =
-        key === 'additionalProperties' ? true : relaxAdditionalProperties(record[key]);
+      record[key] = key === 'additionalProperties' ? true : relaxAdditionalProperties(record[key]);
     }
   }
   return value;
@@ -569,7 +568,9 @@ function jsonschemaEqual(a: unknown, b: unknown): boolean {
     const keys = Object.keys(x);
     return (
       keys.length === Object.keys(y).length &&
-      keys.every(key => Object.prototype.hasOwnProperty.call(y, key) && jsonschemaEqual(x[key], y[key]))
+      keys.every(
+        key => Object.prototype.hasOwnProperty.call(y, key) && jsonschemaEqual(x[key], y[key])
+      )
     );
   }
   if (kindA === 'bool' || kindB === 'bool') {
@@ -755,15 +756,15 @@ const KEYWORDS: Record<string, KeywordCheck> = {
     const comparison = compareNumbers(instance, minimum);
     if (exclusive ? comparison <= 0 : comparison < 0) {
       const relation = exclusive ? 'less than or equal to' : 'less than';
-      yield ownError(`${pythonRepr(instance)} is ${relation} the minimum of ${pythonRepr(minimum)}`);
+      yield ownError(
+        `${pythonRepr(instance)} is ${relation} the minimum of ${pythonRepr(minimum)}`
+      );
     }
   },
 
   *not(schemaSet, notSchema, instance) {
     if (schemaSet.isValid(instance, notSchema as Schema)) {
-      yield ownError(
-        `${pythonRepr(instance)} should not be valid under ${pythonRepr(notSchema)}`
-      );
+      yield ownError(`${pythonRepr(instance)} should not be valid under ${pythonRepr(notSchema)}`);
     }
   },
 
@@ -870,7 +871,11 @@ interface RefinedError {
 function refine(error: SchemaError, schemaSet: SchemaSet): RefinedError {
   const keyword = error.schemaPath[error.schemaPath.length - 1];
   let ref: unknown = null;
-  if (typeof keyword === 'string' && keyword.endsWith('Of') && pythonKind(error.instance) === 'dict') {
+  if (
+    typeof keyword === 'string' &&
+    keyword.endsWith('Of') &&
+    pythonKind(error.instance) === 'dict'
+  ) {
     const instance = error.instance as JsonObject;
     if (Object.prototype.hasOwnProperty.call(instance, 'cell_type')) {
       if (typeof instance.cell_type !== 'string') {
