@@ -21,7 +21,15 @@
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { availableParallelism, cpus, release, tmpdir, totalmem, type as osType } from 'node:os';
+import {
+  availableParallelism,
+  cpus,
+  loadavg,
+  release,
+  tmpdir,
+  totalmem,
+  type as osType
+} from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
@@ -513,8 +521,13 @@ function buildOperations(
               if (mem.method === 'polling') {
                 polledPeak = now.rss;
                 pollTimer = setInterval(() => {
-                  polledPeak = Math.max(polledPeak, readMemory(target.pid).rss);
+                  try {
+                    polledPeak = Math.max(polledPeak, readMemory(target.pid).rss);
+                  } catch {
+                    // the server went away; the request fails and reports it
+                  }
                 }, 5);
+                pollTimer.unref();
               }
             },
             async after(target: ITarget) {
@@ -678,6 +691,11 @@ function targetLines(
   return { lines, met, total };
 }
 
+/** The 1, 5 and 15 minute load averages before the run: a busy machine blurs the figures. */
+const loadAtStart = loadavg()
+  .map(load => load.toFixed(2))
+  .join(' / ');
+
 function machineLine(): string {
   let python = 'unknown';
   try {
@@ -696,7 +714,7 @@ function machineLine(): string {
   const model = cpus()[0]?.model.trim() ?? 'unknown CPU';
   return (
     `${cores} cores (${model}), ${(totalmem() / 1024 ** 3).toFixed(1)} GiB memory, ${osType()} ${release()}, ` +
-    `Node ${process.version}, Python ${python}`
+    `Node ${process.version}, Python ${python}; load average at the start ${loadAtStart}`
   );
 }
 
@@ -896,7 +914,8 @@ async function main(): Promise<void> {
   try {
     await run();
   } catch (error) {
-    log(`failed: ${(error as Error).stack ?? String(error)}`);
+    // After a signal the servers are going away under the run: that is no failure to report.
+    if (cleaning === undefined) log(`failed: ${(error as Error).stack ?? String(error)}`);
     process.exitCode = 1;
   } finally {
     await cleanUp();

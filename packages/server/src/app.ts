@@ -1,7 +1,13 @@
 import express, { type Express } from 'express';
 import { ContentsManager } from './contents/manager';
 import { createContentsRouter } from './contents/router';
-import { NotebookNotary, jupyterDataDir } from './contents/trust';
+import {
+  CachingSignatureStore,
+  NotebookNotary,
+  SQLiteSignatureStore,
+  jupyterDataDir
+} from './contents/trust';
+import * as path from 'node:path';
 import { errorHandler } from './http/errors';
 
 /**
@@ -17,7 +23,7 @@ export function createApp(options: App.IOptions): Express {
     options.manager ??
     new ContentsManager({
       rootDir: options.rootDir,
-      notary: new NotebookNotary({ dataDir: options.jupyterDataDir ?? jupyterDataDir() }),
+      notary: createNotary(options.jupyterDataDir ?? jupyterDataDir()),
       ...options.contents
     });
   const app = express();
@@ -49,4 +55,13 @@ export namespace App {
 export function normalizeBaseUrl(baseUrl: string): string {
   const trimmed = baseUrl.replace(/^\/+|\/+$/g, '');
   return trimmed === '' ? '/' : `/${trimmed}/`;
+}
+
+/**
+ * The notary of a long-running server: Jupyter's shared secret and database, with the database
+ * kept off the request path (see CachingSignatureStore).
+ */
+export function createNotary(dataDir: string): NotebookNotary {
+  const database = new SQLiteSignatureStore({ dbFile: path.join(dataDir, 'nbsignatures.db') });
+  return new NotebookNotary({ dataDir, store: new CachingSignatureStore(database) });
 }

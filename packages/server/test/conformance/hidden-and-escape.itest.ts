@@ -360,7 +360,7 @@ describe('permission errors (test_403)', () => {
         ['untitled', post('ordering', { type: 'notebook' })],
         ['mkdir', put('ordering/sub', { type: 'directory' })],
         ['copy in', post('ordering', { copy_from: 'foo/a.txt' })],
-        ['rename out', patch('ordering/A.txt', { path: 'moved.txt' })],
+        ['rename out', patch('ordering/A.txt', { path: 'left-by-failed-rename.txt' })],
         ['rename in', patch('foo/a.txt', { path: 'ordering/moved.txt' })],
         ['save existing', put('ordering/A.txt', text('changed'))],
         ['delete', del('ordering/A.txt')],

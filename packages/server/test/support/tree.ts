@@ -180,6 +180,13 @@ export function templateTree(): Promise<string> {
   return templateDir;
 }
 
+/** Remove the template tree of this process (call when no more pairs will be reset). */
+export async function disposeTemplateTree(): Promise<void> {
+  const pending = templateDir;
+  templateDir = undefined;
+  if (pending !== undefined) await rm(await pending, { recursive: true, force: true });
+}
+
 /** One side of a pair: the sandbox (parent) and the contents root inside it. */
 export interface TreeSide {
   /** The parent of the root; besides `root/`, it holds `outside/`, `foo` and `bar`. */

@@ -2,16 +2,12 @@
  * The notary's behaviour as nbformat's `NotebookNotary`: the trust round trip, the cell rules of
  * `mark_cells`/`check_cells`, and the secret file.
  */
+import { encodeBase64Lines } from '../../src/contents/model';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { PyNumber } from '../../src/contents/nbformat/pynumber';
-import {
-  MemorySignatureStore,
-  NotebookNotary,
-  encodeBase64Lines,
-  pythonTruthy
-} from '../../src/contents/trust';
+import { MemorySignatureStore, NotebookNotary, pythonTruthy } from '../../src/contents/trust';
 
 type Json = Record<string, unknown>;
 

@@ -17,8 +17,8 @@ import {
   codePointLength,
   codePointPrefix,
   dumpsPython,
+  dumpsPythonChecked,
   isPlainObject,
-  isWellFormed,
   parsePythonJson,
   pyAttr,
   pyContains,
@@ -134,13 +134,12 @@ export function readNotebook(bytes: Buffer, options: NotebookOptions = {}): Read
       "UnicodeDecodeError('utf-8')"
     );
   }
-  const text = bytes.toString('utf8');
   let parsed: unknown;
   try {
-    parsed = parsePythonJson(text);
+    parsed = parsePythonJson(bytes);
   } catch (error) {
     if (error instanceof SyntaxError) {
-      throw notJsonError(text);
+      throw notJsonError(bytes.toString('utf8'));
     }
     throw error;
   }
@@ -349,8 +348,12 @@ const WRITERS: Record<number, (notebook: JsonObject) => string> = {
   4: notebook => {
     splitLines(notebook);
     stripTransient(notebook);
-    const text = dumpsPython(notebook, { indent: 1, sortKeys: true, rawLoneSurrogates: true });
-    if (!isWellFormed(text)) {
+    const { text, hasLoneSurrogate } = dumpsPythonChecked(notebook, {
+      indent: 1,
+      sortKeys: true,
+      rawLoneSurrogates: true
+    });
+    if (hasLoneSurrogate) {
       // Python writes the file as UTF-8, which a lone surrogate cannot be.
       throw unicodeEncodeError('utf-8', text);
     }

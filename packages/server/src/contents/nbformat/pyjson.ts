@@ -63,35 +63,42 @@ const PYTHON_MAX_INT_DIGITS = 4300;
  *   way Python does. (A browser cannot parse them; that is the HTTP layer's concern, as it is
  *   for Jupyter, which sends them as they are.)
  * - Integers with more than 4300 digits are refused, as CPython refuses them.
- * - One pass finds the lexemes that need care, outside strings; without any, this is a plain
- *   `JSON.parse`. Otherwise the text is parsed by `JSON.parse` with each such lexeme replaced by a
- *   marker string that cannot occur in the input, and the markers are swapped for their values.
+ * - A `Buffer` is decoded as UTF-8 (invalid sequences become U+FFFD, so check with
+ *   `buffer.isUtf8` first where that matters); a string is encoded to scan it, so pass the
+ *   bytes when you have them.
+ * - One pass over the bytes finds the lexemes that need care, outside strings; without any, this
+ *   is a plain `JSON.parse`. Otherwise each such lexeme is replaced, in the bytes, by a marker
+ *   string that cannot occur in the input, and `JSON.parse`'s result gets the values back.
  */
 export function parsePythonJson(input: string | Buffer): unknown {
-  const text = typeof input === 'string' ? input : input.toString('utf8');
-  const specials = findSpecialLexemes(text);
+  const bytes = typeof input === 'string' ? Buffer.from(input, 'utf8') : input;
+  const specials = findSpecialLexemes(bytes);
   if (specials === null) {
-    return JSON.parse(text);
+    return JSON.parse(typeof input === 'string' ? input : input.toString('utf8'));
   }
-  return parseWithSpecials(text, specials);
+  return parseWithSpecials(bytes, specials);
 }
 
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const MINUS = 0x2d;
+
 /** The lexemes that `JSON.parse` cannot represent faithfully, or null when there are none. */
-function findSpecialLexemes(text: string): SpecialLexeme[] | null {
+function findSpecialLexemes(bytes: Buffer): SpecialLexeme[] | null {
   let found: SpecialLexeme[] | null = null;
   const add = (start: number, end: number, value: unknown): void => {
     (found ??= []).push({ start, end, value });
   };
-  const length = text.length;
+  const length = bytes.length;
   let i = 0;
   while (i < length) {
-    const code = text.charCodeAt(i);
-    if (code === 0x22 /* " */) {
-      i = endOfString(text, i);
+    const code = bytes[i];
+    if (code === QUOTE) {
+      i = endOfString(bytes, i);
       continue;
     }
-    if ((code >= 0x30 && code <= 0x39) || code === 0x2d /* - */) {
-      if (code === 0x2d && text.startsWith('-Infinity', i)) {
+    if ((code >= 0x30 && code <= 0x39) || code === MINUS) {
+      if (code === MINUS && startsWithAscii(bytes, i, '-Infinity')) {
         add(i, i + 9, -Infinity);
         i += 9;
         continue;
@@ -100,32 +107,32 @@ function findSpecialLexemes(text: string): SpecialLexeme[] | null {
       let dot = -1;
       let exponent = -1;
       while (end < length) {
-        const c = text.charCodeAt(end);
+        const c = bytes[end];
         if (c >= 0x30 && c <= 0x39) {
           end++;
         } else if (c === 0x2e /* . */) {
           dot = end++;
         } else if (c === 0x65 || c === 0x45 /* e E */) {
           exponent = end++;
-        } else if (c === 0x2b || c === 0x2d /* + - */) {
+        } else if (c === 0x2b || c === MINUS) {
           end++;
         } else {
           break;
         }
       }
-      const value = classifyNumber(text, i, end, dot, exponent);
+      const value = classifyNumber(bytes, i, end, dot, exponent);
       if (value !== undefined) {
         add(i, end, value);
       }
       i = end;
       continue;
     }
-    if (code === 0x4e /* N */ && text.startsWith('NaN', i)) {
+    if (code === 0x4e /* N */ && startsWithAscii(bytes, i, 'NaN')) {
       add(i, i + 3, NaN);
       i += 3;
       continue;
     }
-    if (code === 0x49 /* I */ && text.startsWith('Infinity', i)) {
+    if (code === 0x49 /* I */ && startsWithAscii(bytes, i, 'Infinity')) {
       add(i, i + 8, Infinity);
       i += 8;
       continue;
@@ -135,6 +142,19 @@ function findSpecialLexemes(text: string): SpecialLexeme[] | null {
   return found;
 }
 
+function startsWithAscii(bytes: Uint8Array, at: number, word: string): boolean {
+  for (let k = 0; k < word.length; k++) {
+    if (bytes[at + k] !== word.charCodeAt(k)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+function asciiSlice(bytes: Buffer, start: number, end: number): string {
+  return bytes.toString('latin1', start, end);
+}
+
 const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?$/;
 
 /**
@@ -142,18 +162,19 @@ const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?$/;
  * when it is not a valid number, so that `JSON.parse` reports the error).
  */
 function classifyNumber(
-  text: string,
+  bytes: Buffer,
   start: number,
   end: number,
   dot: number,
   exponent: number
 ): unknown {
+  const sign = bytes[start] === MINUS ? 1 : 0;
   if (dot < 0 && exponent < 0) {
-    const digits = end - start - (text.charCodeAt(start) === 0x2d ? 1 : 0);
+    const digits = end - start - sign;
     if (digits < 16) {
       return undefined;
     }
-    const lexeme = text.slice(start, end);
+    const lexeme = asciiSlice(bytes, start, end);
     if (!JSON_NUMBER.test(lexeme) || Number.isSafeInteger(Number(lexeme))) {
       return undefined;
     }
@@ -168,34 +189,38 @@ function classifyNumber(
     // Without an exponent the value is integral exactly when the fraction is all zeros, which
     // is cheaper to check than converting the lexeme.
     for (let k = dot + 1; k < end; k++) {
-      if (text.charCodeAt(k) !== 0x30) {
+      if (bytes[k] !== 0x30) {
         return undefined;
       }
     }
-    const wholeDigits = dot - start - (text.charCodeAt(start) === 0x2d ? 1 : 0);
-    if (wholeDigits <= 15 && dot > start && JSON_NUMBER.test(text.slice(start, end))) {
-      // Below 10^15 the integer part is exact and already in Python's repr form.
-      return new PyNumber('float', text.slice(start, dot) + '.0');
+    const lexeme = asciiSlice(bytes, start, end);
+    if (!JSON_NUMBER.test(lexeme)) {
+      return undefined;
     }
+    if (dot - start - sign <= 15) {
+      // Below 10^15 the integer part is exact and already as Python's repr writes it.
+      return new PyNumber('float', lexeme.slice(0, dot - start) + '.0');
+    }
+    return new PyNumber('float', floatRepr(Number(lexeme)));
   }
-  const lexeme = text.slice(start, end);
+  const lexeme = asciiSlice(bytes, start, end);
   if (!JSON_NUMBER.test(lexeme)) {
     return undefined;
   }
   const value = Number(lexeme);
-  return Number.isInteger(value) ? new PyNumber('float', pythonFloatRepr(value)) : undefined;
+  return Number.isInteger(value) ? new PyNumber('float', floatRepr(value)) : undefined;
 }
 
-/** The index just after the string that opens at `start` (or the end of the text). */
-function endOfString(text: string, start: number): number {
+/** The index just after the string that opens at `start` (or the end of the input). */
+function endOfString(bytes: Uint8Array, start: number): number {
   let from = start + 1;
   while (true) {
-    const quote = text.indexOf('"', from);
+    const quote = bytes.indexOf(QUOTE, from);
     if (quote < 0) {
-      return text.length;
+      return bytes.length;
     }
     let backslashes = 0;
-    for (let k = quote - 1; k > start && text.charCodeAt(k) === 0x5c; k--) {
+    for (let k = quote - 1; k > start && bytes[k] === BACKSLASH; k--) {
       backslashes++;
     }
     if ((backslashes & 1) === 0) {
@@ -205,32 +230,74 @@ function endOfString(text: string, start: number): number {
   }
 }
 
-function parseWithSpecials(text: string, specials: SpecialLexeme[]): unknown {
-  // A parsed string can contain k NUL characters in a row only if the text has k `\u0000`
-  // escapes in a row (raw NULs are invalid JSON), so this prefix marks our substitutions only.
-  let count = 1;
-  while (text.includes('\\u0000'.repeat(count))) {
-    count++;
+function parseWithSpecials(bytes: Buffer, specials: SpecialLexeme[]): unknown {
+  const marker = chooseMarker(bytes);
+  const markerBytes = Buffer.from(`"${marker.escaped}`, 'utf8');
+  let length = bytes.length;
+  for (let index = 0; index < specials.length; index++) {
+    const special = specials[index];
+    length += markerBytes.length + String(index).length + 1 - (special.end - special.start);
   }
-  const escapedPrefix = '\\u0000'.repeat(count);
-  const pieces: string[] = [];
+  // One buffer for the substituted text. Segments between lexemes are short and many, so small
+  // ones are copied by hand: a call into Buffer.copy costs more than the bytes.
+  const target = Buffer.allocUnsafe(length);
+  let position = 0;
   let last = 0;
   for (let index = 0; index < specials.length; index++) {
     const special = specials[index];
-    pieces.push(text.slice(last, special.start), '"', escapedPrefix, String(index), '"');
+    if (special.start - last > 512) {
+      position += bytes.copy(target, position, last, special.start);
+    } else {
+      for (let k = last; k < special.start; k++) {
+        target[position++] = bytes[k];
+      }
+    }
+    for (let k = 0; k < markerBytes.length; k++) {
+      target[position++] = markerBytes[k];
+    }
+    const digits = String(index);
+    for (let k = 0; k < digits.length; k++) {
+      target[position++] = digits.charCodeAt(k);
+    }
+    target[position++] = QUOTE;
     last = special.end;
   }
-  pieces.push(text.slice(last));
-  const parsed = JSON.parse(pieces.join(''));
+  bytes.copy(target, position, last);
+  const parsed = JSON.parse(target.toString('utf8'));
   const values = specials.map(special => special.value);
-  return restoreSpecials(parsed, '\u0000'.repeat(count), values);
+  return restoreSpecials(parsed, marker.prefix, values);
+}
+
+/**
+ * A prefix that no string of the input can contain, to mark the substituted lexemes.
+ *
+ * #### Notes
+ * A private-use character that the input holds neither raw nor escaped keeps `JSON.parse` on
+ * its fast path. Failing that, k NUL characters in a row: a parsed string has them only if the
+ * input has k `\u0000` escapes in a row, since raw NULs are invalid JSON.
+ */
+function chooseMarker(bytes: Buffer): { prefix: string; escaped: string } {
+  for (let code = 0xe000; code <= 0xe009; code++) {
+    const hex = code.toString(16);
+    const char = String.fromCharCode(code);
+    if (
+      !bytes.includes(char) &&
+      !bytes.includes('\\u' + hex) &&
+      !bytes.includes('\\u' + hex.toUpperCase())
+    ) {
+      return { prefix: char, escaped: char };
+    }
+  }
+  let count = 1;
+  while (bytes.includes('\\u0000'.repeat(count))) {
+    count++;
+  }
+  return { prefix: '\u0000'.repeat(count), escaped: '\\u0000'.repeat(count) };
 }
 
 function restoreSpecials(value: unknown, prefix: string, values: unknown[]): unknown {
   if (typeof value === 'string') {
-    return value.charCodeAt(0) === 0 && value.startsWith(prefix)
-      ? values[Number(value.slice(prefix.length))]
-      : value;
+    return value.startsWith(prefix) ? values[Number(value.slice(prefix.length))] : value;
   }
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
@@ -244,7 +311,7 @@ function restoreSpecials(value: unknown, prefix: string, values: unknown[]): unk
   if (value !== null && typeof value === 'object') {
     const object = value as Record<string, unknown>;
     for (const key of Object.keys(object)) {
-      if (key.charCodeAt(0) === 0 && key.startsWith(prefix)) {
+      if (key.startsWith(prefix)) {
         // A number where a key belongs: the original text was not valid JSON.
         throw new SyntaxError('Expecting property name enclosed in double quotes');
       }
@@ -298,13 +365,32 @@ export interface DumpOptions {
  * unless `rawLoneSurrogates` asks for Python's output, the bare character.
  */
 export function dumpsPython(value: unknown, options: DumpOptions = {}): string {
+  return dumpsPythonChecked(value, options).text;
+}
+
+/**
+ * {@link dumpsPython}, also telling whether the text holds a lone surrogate (only possible with
+ * `rawLoneSurrogates`), which Python could not encode as UTF-8.
+ */
+export function dumpsPythonChecked(
+  value: unknown,
+  options: DumpOptions = {}
+): { text: string; hasLoneSurrogate: boolean } {
   const indent = options.indent;
   const [itemSeparator, keySeparator] =
     options.separators ?? (indent === undefined ? [', ', ': '] : [',', ': ']);
+  let hasLoneSurrogate = false;
+  const quoteRaw = (text: string): string => {
+    if (isWellFormed(text)) {
+      return JSON.stringify(text);
+    }
+    hasLoneSurrogate = true;
+    return quoteUnicodeRaw(text);
+  };
   const quote = options.ensureAscii
     ? quoteAscii
     : options.rawLoneSurrogates
-      ? quoteUnicodeRaw
+      ? quoteRaw
       : quoteUnicode;
   const sortKeys = options.sortKeys ?? false;
   const newlines: string[] = [];
@@ -391,7 +477,7 @@ export function dumpsPython(value: unknown, options: DumpOptions = {}): string {
   };
 
   write(value, 0);
-  return out.join('');
+  return { text: out.join(''), hasLoneSurrogate };
 }
 
 /** Is this a JSON object (a plain object, not a class instance)? */
@@ -443,11 +529,9 @@ export function isWellFormed(text: string): boolean {
 /** An escaped lone surrogate in `JSON.stringify` output, after its run of backslashes. */
 const ESCAPED_SURROGATE = /(\\+)u(d[89a-f][0-9a-f]{2})/g;
 
+/** Python's quoting of an ill-formed string: lone surrogates stay as they are. */
 function quoteUnicodeRaw(text: string): string {
   const quoted = JSON.stringify(text);
-  if (isWellFormed(text)) {
-    return quoted;
-  }
   // An odd run of backslashes ends with the escape's own backslash.
   return quoted.replace(ESCAPED_SURROGATE, (match, slashes: string, hex: string) =>
     slashes.length % 2 === 1 ? slashes.slice(1) + String.fromCharCode(parseInt(hex, 16)) : match

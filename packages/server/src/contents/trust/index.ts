@@ -7,12 +7,12 @@ export {
   NotebookNotary,
   NotebookSignatureError,
   compareCodePoints,
-  encodeBase64Lines,
   pythonTruthy,
   walkJson,
   walkNotebook,
   type ICanonicalSink
 } from './notary';
+export { CachingSignatureStore } from './cachingStore';
 export {
   DEFAULT_CACHE_SIZE,
   MemorySignatureStore,

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, type Hmac } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { encodeBase64Lines } from '../model';
 import { PyNumber, pythonStr } from '../nbformat/pynumber';
 import { ensureJupyterDir } from './paths';
 import { type ISignatureStore, SQLiteSignatureStore } from './signatureStore';
@@ -255,14 +256,6 @@ function writeNewSecret(secretFile: string): Buffer {
     // Python only warns when it cannot set the mode.
   }
   return secret;
-}
-
-/** `base64.encodebytes`: standard base64, a newline after every 76 characters and at the end. */
-export function encodeBase64Lines(bytes: Buffer): string {
-  const text = bytes.toString('base64');
-  let out = '';
-  for (let i = 0; i < text.length; i += 76) out += `${text.slice(i, i + 76)}\n`;
-  return out;
 }
 
 /** `nb.nbformat` as a number; a notebook without one counts as too old to trust. */
