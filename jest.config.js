@@ -2,6 +2,7 @@
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.test.json', diagnostics: { warnOnly: false } }];
 const shared = {
   testEnvironment: 'node',
+  modulePathIgnorePatterns: ['<rootDir>/.venv'],
   transform: { '^.+\\.ts$': tsJest },
   moduleNameMapper: { '^@jupyter-store/contract$': '<rootDir>/packages/contract/src/index.ts' }
 };

@@ -56,10 +56,12 @@ export const ContentsModelSchema: z.ZodType<ContentsModel> = z.object({
  */
 export const SaveRequestSchema = z
   .object({
-    type: z.string().nullable().optional(),
+    /** Any value: Jupyter saves an unknown type as `file`. */
+    type: z.unknown().optional(),
     format: z.string().nullable().optional(),
     content: z.unknown().optional(),
-    chunk: z.number().int().optional(),
+    /** 1 starts a chunked upload, 2, 3, … append, -1 appends the last chunk; null is a plain save. */
+    chunk: z.number().int().nullable().optional(),
     path: z.string().optional(),
     name: z.string().optional(),
     copy_from: z.unknown().optional()
@@ -70,9 +72,11 @@ export type SaveRequest = z.infer<typeof SaveRequestSchema>;
 /** The body of `POST {base}api/contents/<dir>`: a new untitled item, or a copy. */
 export const CreateRequestSchema = z
   .object({
-    type: z.string().nullable().optional(),
+    /** Any value: Jupyter creates an unknown type as `file`. */
+    type: z.unknown().optional(),
     ext: z.string().nullable().optional(),
-    copy_from: z.string().nullable().optional()
+    /** The path to copy; a falsy value (as Python sees it) means no copy. */
+    copy_from: z.unknown().optional()
   })
   .passthrough();
 export type CreateRequest = z.infer<typeof CreateRequestSchema>;

@@ -62,6 +62,7 @@ export function normalizeBaseUrl(baseUrl: string): string {
  * kept off the request path (see CachingSignatureStore).
  */
 export function createNotary(dataDir: string): NotebookNotary {
-  const database = new SQLiteSignatureStore({ dbFile: path.join(dataDir, 'nbsignatures.db') });
-  return new NotebookNotary({ dataDir, store: new CachingSignatureStore(database) });
+  const dbFile = path.join(dataDir, 'nbsignatures.db');
+  const database = new SQLiteSignatureStore({ dbFile });
+  return new NotebookNotary({ dataDir, store: new CachingSignatureStore(database, dbFile) });
 }

@@ -24,10 +24,8 @@ export async function writeFileAtomic(
     throw new HttpError(400, `${path.basename(osPath)} is a directory`, 'bad type');
   }
   const directory = path.dirname(target);
-  const temporary = path.join(
-    directory,
-    `.~${path.basename(target)}.${randomBytes(6).toString('hex')}.tmp`
-  );
+  // The temporary name is short and fixed in shape, so the longest legal target name still fits.
+  const temporary = path.join(directory, `.~jupyter-store-${randomBytes(8).toString('hex')}.tmp`);
   let handle: fs.FileHandle;
   try {
     handle = await fs.open(temporary, 'wx', existing ? existing.mode & 0o7777 : 0o666);

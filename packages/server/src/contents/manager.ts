@@ -204,8 +204,7 @@ export class ContentsManager {
     try {
       if (request.type === 'notebook') {
         const notebook = asNotebook(request.content);
-        await this.signIfTrusted(normalized, notebook);
-        const bytes = writeNotebook(notebook);
+        const bytes = await this.serializeNotebook(normalized, notebook);
         await writeFileAtomic(osPath, bytes);
         saved = bytes;
         if ((await this.checkpoints.list(normalized)).length === 0) {
@@ -349,9 +348,11 @@ export class ContentsManager {
     if (await this.isHidden(normalized)) {
       throw new HttpError(400, `Cannot delete file or directory '${normalized}'`, 'hidden');
     }
-    const lstats = await lstatOrUndefined(osPath);
-    if (!lstats)
+    // Existence follows symlinks, as Jupyter's os.path.exists: a dangling link is not there.
+    const lstats = (await statOrUndefined(osPath)) && (await lstatOrUndefined(osPath));
+    if (!lstats) {
       throw new HttpError(404, `File or directory does not exist: ${normalized}`, 'not found');
+    }
     try {
       if (this.deleteToTrash) {
         try {
@@ -406,9 +407,10 @@ export class ContentsManager {
   async trust(apiPath: string): Promise<void> {
     const model = await this.get(apiPath, { type: 'notebook' });
     if (!this.notary) return;
+    // As Jupyter's trust_notebook: mark every cell trusted, then check and sign.
     const notebook = model.content as NotebookNode;
-    await this.notary.sign(notebook);
     this.notary.markCells(notebook, true);
+    await this.signIfTrusted(apiPath, notebook);
   }
 
   /** Release the notary's database. */
@@ -540,6 +542,35 @@ export class ContentsManager {
   }
 
   /**
+   * Sign (when every cell is trusted) and serialise a notebook from a request. A model nbformat
+   * cannot write (no integer `nbformat` 4, cells that are not objects, strings Python cannot
+   * encode, nesting too deep) is a 400, and nothing is written.
+   */
+  private async serializeNotebook(apiPath: string, notebook: NotebookNode): Promise<Buffer> {
+    if (notebook.nbformat !== 4) {
+      const found = JSON.stringify(notebook.nbformat) ?? 'missing';
+      throw new HttpError(
+        400,
+        `Unsupported notebook: 'nbformat' must be the integer 4, not ${found}`,
+        'bad notebook'
+      );
+    }
+    try {
+      await this.signIfTrusted(apiPath, notebook);
+      return writeNotebook(notebook);
+    } catch (error) {
+      if (error instanceof HttpError) throw error;
+      const detail =
+        error instanceof RangeError ? 'it is nested too deeply' : (error as Error).message;
+      throw new HttpError(
+        400,
+        `The notebook model of ${apiPath} cannot be written: ${detail}`,
+        'bad notebook'
+      );
+    }
+  }
+
+  /**
    * Jupyter's `check_and_sign`. A notary that can't be reached (its database busy with another
    * Jupyter process) leaves the notebook unsigned rather than losing the save.
    */
@@ -655,7 +686,7 @@ export namespace ContentsManager {
 }
 
 /** Jupyter treats any `type` other than the three known ones as `file`; empty stays empty. */
-export function normalizeType(type: string | null | undefined): '' | ContentsType {
+export function normalizeType(type: unknown): '' | ContentsType {
   if (type === undefined || type === null || type === '') return '';
   return type === 'directory' || type === 'notebook' ? type : 'file';
 }
@@ -686,7 +717,17 @@ function decodeFileContent(
       'bad format'
     );
   }
-  if (format === 'text') return Buffer.from(content, 'utf8');
+  if (format === 'text') {
+    // Python refuses to encode lone surrogates; Buffer.from would silently replace them.
+    if (!content.isWellFormed()) {
+      throw new HttpError(
+        400,
+        `Encoding error saving ${apiPath}: lone surrogate in the text`,
+        'bad format'
+      );
+    }
+    return Buffer.from(content, 'utf8');
+  }
   const bytes = decodeBase64Lenient(content);
   if (!bytes)
     throw new HttpError(400, `Encoding error saving ${apiPath}: invalid base64`, 'bad format');

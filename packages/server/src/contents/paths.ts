@@ -11,6 +11,9 @@ import { HttpError, hasErrorCode } from '../errors';
 /** Longest file name most file systems accept, in bytes. */
 const MAX_NAME_BYTES = 255;
 
+/** Longest API path accepted, in bytes: PATH_MAX (4096) less room for the root directory. */
+const MAX_PATH_BYTES = 3072;
+
 /** Strip the slashes Jupyter strips from both ends of an API path. */
 export function normalizeApiPath(apiPath: string): string {
   return apiPath.replace(/^\/+|\/+$/g, '');
@@ -56,6 +59,9 @@ export function checkApiPath(apiPath: string): string {
     );
   }
   if (normalized === '') return normalized;
+  if (Buffer.byteLength(normalized) > MAX_PATH_BYTES) {
+    throw new HttpError(400, 'The path is too long', 'name too long');
+  }
   for (const segment of normalized.split('/')) {
     if (segment === '..' || segment === '.') {
       throw new HttpError(404, `${normalized} is outside root contents directory`, 'outside root');

@@ -4,10 +4,12 @@ import {
   SaveRequestSchema,
   type ContentsModel
 } from '@jupyter-store/contract';
+import { randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { HttpError } from '../errors';
 import { decodeUrlPath, urlEscapePath } from '../http/quote';
 import { ContentsManager, normalizeType } from './manager';
+import { PyNumber, pythonTruthy } from './nbformat/pynumber';
 import { parsePythonJson } from './nbformat';
 import { checkApiPath } from './paths';
 
@@ -73,7 +75,9 @@ export function createContentsRouter(options: ContentsRouter.IOptions): Router {
     if ((match = TRUST_ROUTE.exec(rawPath))) {
       if (req.method !== 'POST') methodNotAllowed();
       await manager.trust(decodePath(match[1]));
-      res.status(201).end();
+      res.status(201);
+      res.setHeader('Content-Type', 'text/html; charset=UTF-8');
+      res.end();
       return;
     }
     if (!CONTENTS_ROUTE.exec(rawPath)) {
@@ -144,12 +148,12 @@ export function createContentsRouter(options: ContentsRouter.IOptions): Router {
   }
 
   async function putContents(apiPath: string, body: unknown, res: Response): Promise<void> {
-    if (body === undefined || isEmptyObject(body)) {
+    if (!pythonTruthy(body)) {
       sendModel(res, 201, await manager.newUntitled(apiPath), true);
       return;
     }
     const request = parseBody(SaveRequestSchema, body);
-    if (request.copy_from)
+    if (pythonTruthy(request.copy_from))
       throw new HttpError(400, 'Cannot copy with PUT, only POST', 'bad request');
     if (
       (typeof request.path === 'string' &&
@@ -160,10 +164,10 @@ export function createContentsRouter(options: ContentsRouter.IOptions): Router {
       throw new HttpError(400, `Cannot create file or directory '${apiPath}'`, 'hidden');
     }
     const { model, created } = await manager.put(apiPath, {
-      type: request.type,
+      type: normalizeType(request.type),
       format: request.format,
       content: request.content,
-      chunk: request.chunk
+      chunk: request.chunk ?? undefined
     });
     sendModel(res, created ? 201 : 200, model, true);
   }
@@ -172,19 +176,20 @@ export function createContentsRouter(options: ContentsRouter.IOptions): Router {
     if (await manager.fileExists(apiPath)) {
       throw new HttpError(400, 'Cannot POST to files, use PUT instead.', 'bad request');
     }
-    if (body === undefined || isEmptyObject(body)) {
+    if (!pythonTruthy(body)) {
       sendModel(res, 201, await manager.newUntitled(apiPath), true);
       return;
     }
     const request = parseBody(CreateRequestSchema, body);
-    if (request.copy_from) {
-      if (
-        (await manager.isHidden(apiPath)) ||
-        (await manager.isHidden(checkApiPath(request.copy_from)))
-      ) {
+    if (pythonTruthy(request.copy_from)) {
+      if (typeof request.copy_from !== 'string') {
+        throw new HttpError(400, "Invalid field 'copy_from': expected a path", 'bad request');
+      }
+      const source = checkApiPath(request.copy_from);
+      if ((await manager.isHidden(apiPath)) || (await manager.isHidden(source))) {
         throw new HttpError(400, `Cannot copy file or directory '${apiPath}'`, 'hidden');
       }
-      sendModel(res, 201, await manager.copy(request.copy_from, apiPath), true);
+      sendModel(res, 201, await manager.copy(source, apiPath), true);
       return;
     }
     const model = await manager.newUntitled(
@@ -198,7 +203,7 @@ export function createContentsRouter(options: ContentsRouter.IOptions): Router {
   async function patchContents(apiPath: string, body: unknown, res: Response): Promise<void> {
     if (body === undefined) throw new HttpError(400, 'JSON body missing', 'bad request');
     const request = parseBody(RenameRequestSchema, body);
-    const newPath = request.path ? checkApiPath(request.path) : apiPath;
+    const newPath = request.path !== undefined ? checkApiPath(request.path) : apiPath;
     if (request.path && ((await manager.isHidden(apiPath)) || (await manager.isHidden(newPath)))) {
       throw new HttpError(400, `Cannot rename file or directory '${apiPath}'`, 'hidden');
     }
@@ -228,7 +233,29 @@ export namespace ContentsRouter {
 export function sendJson(res: Response, status: number, body: unknown): void {
   res.status(status);
   res.setHeader('Content-Type', 'application/json');
-  res.end(JSON.stringify(body));
+  res.end(stringifyPythonNumbers(body));
+}
+
+/** Marks a number to be written as Python wrote it; random, so no user string can forge it. */
+const NUMBER_MARK = `\u0000pynumber-${randomBytes(8).toString('hex')}:`;
+const MARKED_NUMBER = new RegExp(`"\\\\u0000${NUMBER_MARK.slice(1)}([^"]*)"`, 'g');
+
+/**
+ * JSON.stringify, except that numbers Python reads as floats though JavaScript sees integers
+ * (`1.0`) and integers beyond 2^53 keep their Python spelling, as Jupyter sends them. A Python
+ * client then reads back exactly the notebook on disk.
+ */
+export function stringifyPythonNumbers(body: unknown): string {
+  let marked = false;
+  const text = JSON.stringify(body, function (this: Record<string, unknown>, key, value) {
+    const original = this[key];
+    if (original instanceof PyNumber) {
+      marked = true;
+      return NUMBER_MARK + original.text;
+    }
+    return value;
+  });
+  return marked ? text.replace(MARKED_NUMBER, '$1') : text;
 }
 
 function decodePath(raw: string): string {
@@ -247,20 +274,14 @@ function methodNotAllowed(): never {
   throw new HttpError(405, 'Method not allowed', 'method not allowed');
 }
 
-function isEmptyObject(value: unknown): boolean {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    !Array.isArray(value) &&
-    Object.keys(value).length === 0
-  );
-}
-
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM keeps a byte-order mark in the text, so JSON parsing refuses it as Python does.
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** The request's JSON body as Jupyter's `get_json_body` reads it: absent or blank is undefined. */
 function jsonBody(req: Request): unknown {
   const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+  // The parsed model is all that is needed from here on; a 50 MB body should not stay alive.
+  req.body = undefined;
   let start = 0;
   while (
     start < raw.length &&

@@ -33,8 +33,9 @@ export async function moveToTrash(
     .slice(0, 19);
   const location = trash === homeTrash ? absolute : path.relative(path.dirname(trash), absolute);
   const info = `[Trash Info]\nPath=${encodeURI(location).replace(/[?#]/g, encodeURIComponent)}\nDeletionDate=${local}\n`;
-  for (let counter = 1; ; counter++) {
-    const entry = counter === 1 ? base : `${name} ${counter}${ext}`;
+  // send2trash's sequence: the name, then `name 1.ext`, `name 2.ext`, …
+  for (let counter = 0; ; counter++) {
+    const entry = counter === 0 ? base : `${name} ${counter}${ext}`;
     try {
       await fs.writeFile(path.join(infoDir, `${entry}.trashinfo`), info, { flag: 'wx' });
     } catch (error) {

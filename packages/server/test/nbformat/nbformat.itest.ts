@@ -109,6 +109,7 @@ function runPython(jobs: (ReadJob | WriteJob)[]): { versions: string[]; results:
   const run = spawnSync(PYTHON, ['-c', HARNESS], {
     input: JSON.stringify(jobs),
     maxBuffer: 1 << 30,
+    // jsonschema visits some sets in string-hash order; a fixed seed keeps Python's run repeatable.
     env: { ...process.env, PYTHONHASHSEED: '0', PYTHONIOENCODING: 'utf-8' }
   });
   if (run.status !== 0) {
@@ -180,7 +181,21 @@ class Random {
   }
 }
 
-const LINE_BREAKS = ['\n', '\n', '\n', '\r\n', '\r', '\v', '\f', '\x1c', '\x1d', '\x1e', '\x85', '\u2028', '\u2029'];
+const LINE_BREAKS = [
+  '\n',
+  '\n',
+  '\n',
+  '\r\n',
+  '\r',
+  '\v',
+  '\f',
+  '\x1c',
+  '\x1d',
+  '\x1e',
+  '\x85',
+  '\u2028',
+  '\u2029'
+];
 const TEXT_PIECES = [
   'x = 1',
   'print("hello")',
@@ -211,7 +226,9 @@ const TEXT_PIECES = [
   'long '.repeat(20)
 ];
 const KEYS = ['a', 'B', '_x', 'zeta', 'é', 'Ω', '😀', '\uff5e', 'key with space', 'a.b', 'Z', ''];
-const FLOATS = [0.1, 1.5, -2.25, 1e-7, 1.5e-5, 123456.789, 5e-324, 1.7976931348623157e308, 1e16, 1e22];
+const FLOATS = [
+  0.1, 1.5, -2.25, 1e-7, 1.5e-5, 123456.789, 5e-324, 1.7976931348623157e308, 1e16, 1e22
+];
 const FLOAT_LEXEMES = ['1.0', '0.0', '-0.0', '100.0', '1e+16', '1e+22', '123456789.0', '-3.0'];
 const BIG_INTS = ['9007199254740993', '-1180591620717411303424', '123456789012345678901234567890'];
 
@@ -399,7 +416,11 @@ function cellV4(random: Random, withId: boolean, index: number): Record<string, 
 function notebookMetadata(random: Random): Record<string, unknown> {
   const metadata: Record<string, unknown> = {};
   if (random.chance(0.7)) {
-    metadata.kernelspec = { display_name: 'Python 3 (ipykernel)', language: 'python', name: 'python3' };
+    metadata.kernelspec = {
+      display_name: 'Python 3 (ipykernel)',
+      language: 'python',
+      name: 'python3'
+    };
   }
   if (random.chance(0.6)) {
     metadata.language_info = {
@@ -444,14 +465,27 @@ function outputV3(random: Random): Record<string, unknown> {
         result.html = multiline(random);
       }
       if (random.chance(0.3)) {
-        result.json = random.pick(['{"a": 1.0}', '[1, 2.5, "x"]', '{"big": 123456789012345678901234}']);
+        result.json = random.pick([
+          '{"a": 1.0}',
+          '[1, 2.5, "x"]',
+          '{"big": 123456789012345678901234}'
+        ]);
       }
       return result;
     }
     case 1:
-      return { output_type: 'display_data', metadata: { png: { width: 3 } }, png: 'iVBORw0KGgo=', text: multiline(random) };
+      return {
+        output_type: 'display_data',
+        metadata: { png: { width: 3 } },
+        png: 'iVBORw0KGgo=',
+        text: multiline(random)
+      };
     case 2:
-      return { output_type: 'stream', stream: random.pick(['stdout', 'stderr']), text: multiline(random) };
+      return {
+        output_type: 'stream',
+        stream: random.pick(['stdout', 'stderr']),
+        text: multiline(random)
+      };
     default:
       return { output_type: 'pyerr', ename: 'E', evalue: 'v', traceback: ['t1', 't2'] };
   }
@@ -473,7 +507,12 @@ function notebookV3(random: Random): Record<string, unknown> {
           prompt_number: random.int(1, 20)
         };
       case 2:
-        return { cell_type: 'heading', level: random.int(1, 6), metadata, source: multiline(random, 2) };
+        return {
+          cell_type: 'heading',
+          level: random.int(1, 6),
+          metadata,
+          source: multiline(random, 2)
+        };
       case 3:
         return { cell_type: 'markdown', metadata, source: multiline(random) };
       default:
@@ -547,7 +586,10 @@ function breakSomewhere(random: Random, notebook: Record<string, unknown>): void
 function layout(random: Random, notebook: unknown): string {
   switch (random.int(0, 3)) {
     case 0:
-      return dumpsPython(notebook, { indent: random.pick([2, 4]), ensureAscii: random.chance(0.5) });
+      return dumpsPython(notebook, {
+        indent: random.pick([2, 4]),
+        ensureAscii: random.chance(0.5)
+      });
     case 1:
       return dumpsPython(notebook);
     default:
@@ -584,7 +626,9 @@ const FIXED_FILES: string[] = [
   '{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"id": "a", "cell_type": "code", "metadata": {}, "source": "", "outputs": [{"output_type": "display_data", "data": {"text/plain": ["a", 1]}, "metadata": {}}], "execution_count": null}]}',
   '{"nbformat": 4, "nbformat_minor": 7, "metadata": {}, "cells": [{"cell_type": "future", "metadata": {}, "x": 1}]}',
   '{"nbformat": 4, "nbformat_minor": 5, "metadata": {"x": [NaN, Infinity, -Infinity, 1E400, 1E2, 2e-3, -0, 0e0]}, "cells": []}',
-  '{"nbformat": 4, "nbformat_minor": 5, "metadata": {"big": ' + '9'.repeat(4301) + '}, "cells": []}',
+  '{"nbformat": 4, "nbformat_minor": 5, "metadata": {"big": ' +
+    '9'.repeat(4301) +
+    '}, "cells": []}',
   '{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [], "metadata": {"dup": 1}}',
   '\ufeff{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}',
   '{"nbformat": 3, "nbformat_minor": 1, "metadata": {}, "worksheets": []}',
@@ -596,20 +640,40 @@ const FIXED_FILES: string[] = [
   '{"nbformat": 1, "cells": [{"cell_type": "code", "code": "print(1)", "prompt_number": "7"}, {"cell_type": "text", "text": "hello"}, {"cell_type": "other"}]}',
   '{"nbformat": true, "cells": [{"cell_type": "code", "code": 5.5}]}',
   '{"cells": [{"cell_type": "other"}]}',
-  '{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"id": "x", "cell_type": "code", "metadata": {}, "source": "", "outputs": [], "execution_count": null, "' + 'k'.repeat(20) + '": {"' + 'long '.repeat(30) + '": "' + 'word '.repeat(30) + '"}}]}'
+  '{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"id": "x", "cell_type": "code", "metadata": {}, "source": "", "outputs": [], "execution_count": null, "' +
+    'k'.repeat(20) +
+    '": {"' +
+    'long '.repeat(30) +
+    '": "' +
+    'word '.repeat(30) +
+    '"}}]}'
 ];
 
 const FIXED_MODELS: unknown[] = [
-  { nbformat: 4, nbformat_minor: 5, metadata: {}, cells: [{ cell_type: 'code', metadata: {}, source: 'x' }] },
+  {
+    nbformat: 4,
+    nbformat_minor: 5,
+    metadata: {},
+    cells: [{ cell_type: 'code', metadata: {}, source: 'x' }]
+  },
   { nbformat: 4, nbformat_minor: 5, metadata: {}, cells: [{ cell_type: 'markdown', source: 'x' }] },
   { nbformat: 4, nbformat_minor: 5, cells: [] },
   { nbformat: 4, nbformat_minor: 5, metadata: {} },
-  { nbformat: 4, nbformat_minor: 5, metadata: {}, cells: [{ id: 'a', cell_type: 'raw', metadata: {}, source: 'lone \ud800 surrogate' }] },
+  {
+    nbformat: 4,
+    nbformat_minor: 5,
+    metadata: {},
+    cells: [{ id: 'a', cell_type: 'raw', metadata: {}, source: 'lone \ud800 surrogate' }]
+  },
   { nbformat: 4, nbformat_minor: 5, metadata: {}, cells: ['not a cell'] },
   { nbformat: 4.5, nbformat_minor: 5, metadata: {}, cells: [] },
   { nbformat: 4, nbformat_minor: new PyNumber('float', '5.0'), metadata: {}, cells: [] },
   { nbformat: 5, nbformat_minor: 0, metadata: {}, cells: [] },
-  { nbformat: 2, metadata: {}, worksheets: [{ cells: [{ cell_type: 'code', input: 'a\nb\n', outputs: [{ text: 'x\ny' }] }] }] },
+  {
+    nbformat: 2,
+    metadata: {},
+    worksheets: [{ cells: [{ cell_type: 'code', input: 'a\nb\n', outputs: [{ text: 'x\ny' }] }] }]
+  },
   { nbformat: 1, cells: [{ cell_type: 'code', code: 'é' }], zeta: 1, alpha: 2 },
   { nbformat: 4, nbformat_minor: 5, metadata: JSON.parse('{"__proto__": {"x": 1.5}}'), cells: [] }
 ];

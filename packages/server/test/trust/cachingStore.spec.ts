@@ -1,13 +1,23 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { CachingSignatureStore } from '../../src/contents/trust/cachingStore';
-import { MemorySignatureStore, type ISignatureStore } from '../../src/contents/trust/signatureStore';
+import {
+  MemorySignatureStore,
+  type ISignatureStore
+} from '../../src/contents/trust/signatureStore';
 
-/** A store that counts the calls reaching it. */
+/** A store that counts the calls reaching it and touches a file on each write, like SQLite. */
 class CountingStore implements ISignatureStore {
+  constructor(private readonly dbFile: string) {
+    fs.writeFileSync(dbFile, '0');
+  }
   readonly inner = new MemorySignatureStore();
   calls = { store: 0, check: 0, remove: 0 };
   async storeSignature(digest: string, algorithm: string) {
     this.calls.store++;
     await this.inner.storeSignature(digest, algorithm);
+    this.touch();
   }
   async checkSignature(digest: string, algorithm: string) {
     this.calls.check++;
@@ -16,60 +26,59 @@ class CountingStore implements ISignatureStore {
   async removeSignature(digest: string, algorithm: string) {
     this.calls.remove++;
     await this.inner.removeSignature(digest, algorithm);
+    this.touch();
+  }
+  /** Another process writing the database. */
+  touch() {
+    fs.appendFileSync(this.dbFile, '+');
   }
   async close() {}
 }
 
 describe('CachingSignatureStore', () => {
-  it('trusts a new signature at once and writes it to the database in one batch', async () => {
-    const database = new CountingStore();
-    const store = new CachingSignatureStore(database, { flushDelayMs: 10_000 });
-    await store.storeSignature('aa', 'sha256');
-    await store.storeSignature('aa', 'sha256');
-    await store.storeSignature('bb', 'sha256');
-    expect(await store.checkSignature('aa', 'sha256')).toBe(true);
-    expect(database.calls).toEqual({ store: 0, check: 0, remove: 0 });
-    await store.close();
-    expect(database.calls.store).toBe(2);
-    expect(await database.inner.checkSignature('bb', 'sha256')).toBe(true);
+  let dbFile: string;
+  beforeEach(() => {
+    dbFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'caching-store-')), 'nbsignatures.db');
   });
 
-  it('flushes by itself after the delay', async () => {
-    const database = new CountingStore();
-    const store = new CachingSignatureStore(database, { flushDelayMs: 5 });
-    await store.storeSignature('cc', 'sha256');
-    await new Promise(resolve => setTimeout(resolve, 50));
-    expect(await database.inner.checkSignature('cc', 'sha256')).toBe(true);
-    await store.close();
+  it('writes a new signature through once, then answers it from memory', async () => {
+    const database = new CountingStore(dbFile);
+    const store = new CachingSignatureStore(database, dbFile);
+    await store.storeSignature('aa', 'sha256');
+    expect(await database.inner.checkSignature('aa', 'sha256')).toBe(true);
+    await store.storeSignature('aa', 'sha256');
+    expect(await store.checkSignature('aa', 'sha256')).toBe(true);
+    expect(database.calls).toEqual({ store: 1, check: 0, remove: 0 });
   });
 
   it('asks the database once for a signature it finds there', async () => {
-    const database = new CountingStore();
+    const database = new CountingStore(dbFile);
     await database.inner.storeSignature('dd', 'sha256');
-    const store = new CachingSignatureStore(database);
+    const store = new CachingSignatureStore(database, dbFile);
     expect(await store.checkSignature('dd', 'sha256')).toBe(true);
     expect(await store.checkSignature('dd', 'sha256')).toBe(true);
     expect(database.calls.check).toBe(1);
   });
 
-  it('believes a miss only for the negative TTL, so trust given elsewhere is seen', async () => {
-    const database = new CountingStore();
-    const store = new CachingSignatureStore(database, { negativeTtlMs: 20 });
+  it('remembers a miss only until the database file changes', async () => {
+    const database = new CountingStore(dbFile);
+    const store = new CachingSignatureStore(database, dbFile);
     expect(await store.checkSignature('ee', 'sha256')).toBe(false);
+    expect(await store.checkSignature('ee', 'sha256')).toBe(false);
+    expect(database.calls.check).toBe(1);
+    // Another process trusts it: the file changes, and the next check sees it.
     await database.inner.storeSignature('ee', 'sha256');
-    expect(await store.checkSignature('ee', 'sha256')).toBe(false);
-    await new Promise(resolve => setTimeout(resolve, 40));
+    database.touch();
     expect(await store.checkSignature('ee', 'sha256')).toBe(true);
     expect(database.calls.check).toBe(2);
   });
 
-  it('forgets a removed signature everywhere', async () => {
-    const database = new CountingStore();
-    const store = new CachingSignatureStore(database, { flushDelayMs: 10_000 });
+  it('forgets a removed signature', async () => {
+    const database = new CountingStore(dbFile);
+    const store = new CachingSignatureStore(database, dbFile);
     await store.storeSignature('ff', 'sha256');
     await store.removeSignature('ff', 'sha256');
     expect(await store.checkSignature('ff', 'sha256')).toBe(false);
-    await store.close();
-    expect(database.calls.store).toBe(0);
+    expect(database.calls.remove).toBe(1);
   });
 });

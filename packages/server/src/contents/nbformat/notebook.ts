@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { isUtf8 } from 'node:buffer';
 
+import { pythonTruthy } from './pynumber';
 import {
   PythonException,
   codePointLength,
@@ -33,7 +34,6 @@ import {
   pythonStrRepr,
   pythonStrReprQuoted,
   pythonToStr,
-  pythonTruthy,
   requireHashable,
   unicodeEncodeError
 } from './pyjson';

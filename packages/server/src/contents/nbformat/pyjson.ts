@@ -507,7 +507,7 @@ function formatNumber(value: number): string {
  * Python's `repr(float)`, quickly: between 10^-4 and 10^16 both languages print the same shortest
  * round-trip digits positionally, and only an integral value needs Python's `.0`.
  */
-export function floatRepr(value: number): string {
+function floatRepr(value: number): string {
   const magnitude = Math.abs(value);
   if (magnitude >= 1e-4 && magnitude < 1e16) {
     const text = String(value);
@@ -522,7 +522,7 @@ function quoteUnicode(text: string): string {
 }
 
 /** `String.prototype.isWellFormed` (ES2024): no lone surrogates. */
-export function isWellFormed(text: string): boolean {
+function isWellFormed(text: string): boolean {
   return (text as unknown as { isWellFormed(): boolean }).isWellFormed();
 }
 
@@ -577,6 +577,7 @@ function shiftSurrogates(unit: number): number {
 // ---------------------------------------------------------------------------------------------
 
 /** The line boundaries of Python's `str.splitlines`. */
+// eslint-disable-next-line no-control-regex -- the separators are control characters
 const LINE_BOUNDARY = /\r\n|[\n\v\f\r\x1c-\x1e\x85\u2028\u2029]/g;
 
 /**
@@ -848,23 +849,6 @@ function isMapping(value: unknown): value is Record<string, unknown> {
   return pythonKind(value) === 'dict';
 }
 
-/** Python's truthiness of a JSON value. */
-export function pythonTruthy(value: unknown): boolean {
-  switch (pythonKind(value)) {
-    case 'str':
-      return (value as string).length > 0;
-    case 'list':
-      return (value as unknown[]).length > 0;
-    case 'dict':
-      return Object.keys(value as object).length > 0;
-    case 'NoneType':
-      return false;
-    default:
-      // NaN is true in Python, as every non-zero number.
-      return numericValue(value) !== 0;
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Python operations on notebook nodes, failing where Python fails
 // ---------------------------------------------------------------------------------------------
@@ -973,7 +957,7 @@ export function pyItem(node: unknown, key: string): unknown {
 }
 
 /** Python's error for `node["key"]` on something other than a dict. */
-export function subscriptError(node: unknown): string {
+function subscriptError(node: unknown): string {
   switch (pythonKind(node)) {
     case 'str':
       return "string indices must be integers, not 'str'";

@@ -70,3 +70,14 @@ export function pythonStr(value: unknown): string {
   }
   return String(value);
 }
+
+/** Python's `bool()` of a JSON value. */
+export function pythonTruthy(value: unknown): boolean {
+  if (value === null || value === undefined || value === false) return false;
+  if (value === true) return true;
+  if (value instanceof PyNumber) return Number(value.text) !== 0;
+  if (typeof value === 'number') return value !== 0;
+  if (typeof value === 'string' || Array.isArray(value)) return value.length > 0;
+  if (typeof value === 'object') return Object.values(value).some(v => v !== undefined);
+  return Boolean(value);
+}

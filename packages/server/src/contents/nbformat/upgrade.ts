@@ -6,7 +6,7 @@
  * Old notebooks are rare, so this aims at doing exactly what nbformat does, including where it
  * fails, rather than at speed. Nodes are mutated in place and shared the way nbformat shares them.
  */
-import { pythonFloatRepr } from './pynumber';
+import { pythonFloatRepr, pythonTruthy } from './pynumber';
 import {
   PythonException,
   pyAttr,
@@ -26,7 +26,6 @@ import {
   pythonStrRepr,
   pythonTypeName,
   pythonToStr,
-  pythonTruthy,
   requireHashable,
   requireStr,
   unicodeEncodeError
@@ -202,7 +201,7 @@ function checkAsciiImages(notebook: JsonObject): void {
       for (const key of ['png', 'jpeg']) {
         if (pyContains(output, key)) {
           const data = requireStr(pyAttr(output, key), 'encode');
-          if (/[^\x00-\x7f]/.test(data)) {
+          if (/[\u0080-\uffff]/.test(data)) {
             throw unicodeEncodeError('ascii', data);
           }
         }

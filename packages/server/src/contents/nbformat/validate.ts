@@ -10,7 +10,7 @@
  */
 import Ajv, { type ValidateFunction } from 'ajv';
 
-import { PyNumber } from './pynumber';
+import { PyNumber, pythonTruthy } from './pynumber';
 import {
   PythonException,
   codePointLength,
@@ -27,8 +27,7 @@ import {
   pythonRepr,
   pythonSplitLines,
   pythonStrRepr,
-  pythonToStr,
-  pythonTruthy
+  pythonToStr
 } from './pyjson';
 import schemaV3 from './schemas/nbformat.v3.schema.json';
 import schemaV40 from './schemas/nbformat.v4.0.schema.json';
@@ -108,7 +107,7 @@ export function firstValidationMessage(
  * nbformat's `_normalize`: give every cell an id, and replace repeated ids, in place.
  * Throws a {@link PythonException} where nbformat fails on a malformed cells list.
  */
-export function normalizeCellIds(notebook: JsonObject, generateCellId: CellIdGenerator): void {
+function normalizeCellIds(notebook: JsonObject, generateCellId: CellIdGenerator): void {
   if (!Object.prototype.hasOwnProperty.call(notebook, 'cells')) {
     throw new PythonException('KeyError', "'cells'", "KeyError('cells')");
   }
@@ -131,6 +130,8 @@ export function normalizeCellIds(notebook: JsonObject, generateCellId: CellIdGen
   }
 }
 
+let uniqueNaNKeys = 0;
+
 /** A key under which values equal in Python (and so in a Python `set`) collide. */
 function hashKey(value: unknown): string {
   const kind = pythonKind(value);
@@ -146,10 +147,10 @@ function hashKey(value: unknown): string {
       if (value instanceof PyNumber && value.kind === 'int') {
         return 'n' + BigInt(value.text).toString();
       }
-      const number = typeof value === 'boolean' ? Number(value) : Number(value);
+      const number = Number(value);
       if (Number.isNaN(number)) {
         // NaN equals nothing, not even itself.
-        return 'nan' + Math.random();
+        return `nan${uniqueNaNKeys++}`;
       }
       return Number.isInteger(number) ? 'n' + BigInt(number).toString() : 'f' + number;
     }
@@ -595,7 +596,7 @@ function pythonSearch(pattern: string, text: string): boolean {
  * Translate a Python regular expression to JavaScript: Python's `.` excludes only `\n` (JavaScript
  * also excludes `\r`, U+2028 and U+2029), and Python's `$` also matches before a final `\n`.
  */
-export function pythonPatternToRegExp(pattern: string): RegExp {
+function pythonPatternToRegExp(pattern: string): RegExp {
   let out = '';
   let inClass = false;
   for (let i = 0; i < pattern.length; i++) {
@@ -1014,9 +1015,12 @@ function truncateForMessage(value: unknown): unknown {
   }
 }
 
-/** Python's `\S*\s*` with Python's Unicode whitespace. */
-const WORD_AND_SPACE =
-  /[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*/gu;
+/** The characters Python's `\s` matches in a `str` (those `str.isspace()` accepts). */
+const PYTHON_WHITESPACE =
+  '\\t-\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
+
+/** Python's `\S*\s*`. */
+const WORD_AND_SPACE = new RegExp(`[^${PYTHON_WHITESPACE}]*[${PYTHON_WHITESPACE}]*`, 'gu');
 
 /**
  * Python's `pprint.pformat(value, width=width)` (indent 1, dict keys sorted) for JSON values.

@@ -1,37 +1,40 @@
+import { statSync } from 'node:fs';
 import type { ISignatureStore } from './signatureStore';
 
 /**
- * A signature store in front of the shared SQLite database that keeps the database off the
- * request path.
+ * A signature store in front of the shared SQLite database that answers repeated questions from
+ * memory while staying exactly consistent with other processes (stock Jupyter, `jupyter trust`).
  *
  * #### Notes
- * The SQLite store works synchronously and costs several milliseconds per call (locks shared
- * with Python, fsync), which would dominate small saves and opens. This layer:
- * - answers known-trusted signatures from memory (a bounded LRU), so reopening a notebook we
- *   signed or already found costs nothing;
- * - remembers a miss for `negativeTtlMs`, so a notebook another process trusts
- *   (`jupyter trust`, stock Jupyter) is seen as trusted after at most that long;
- * - batches new signatures and writes them shortly after the save, once per batch. A signature
- *   is trusted by us at once; Python sees it once the batch is written (at most `flushDelayMs`
- *   later, and always before `close()` returns).
+ * The SQLite store works synchronously and costs milliseconds per call (locks shared with
+ * Python, fsync), which would dominate opening and saving small notebooks. This layer:
+ * - answers known-trusted signatures from memory (a bounded LRU): a signature, once recorded,
+ *   stays trusted until it is removed, here or by culling, which only drops long-unused ones;
+ * - remembers a miss only while the database file is unchanged (same inode, size and times) and
+ *   for at most `missTtlMs`, so trust granted by another process is seen on the next open;
+ * - writes a new signature through before the save returns, so another process sees it at once,
+ *   and skips the write for a signature already recorded.
  * Skipped on a memory hit: refreshing `last_seen`, which only orders Python's culling.
  */
 export class CachingSignatureStore implements ISignatureStore {
+  /**
+   * @param inner - the shared store.
+   * @param dbFile - the database file whose changes invalidate remembered misses.
+   */
   constructor(
     private readonly inner: ISignatureStore,
+    private readonly dbFile: string,
     options: CachingSignatureStore.IOptions = {}
   ) {
     this.maxEntries = options.maxEntries ?? 4096;
-    this.negativeTtlMs = options.negativeTtlMs ?? 1000;
-    this.flushDelayMs = options.flushDelayMs ?? 250;
-    this.warn = options.warn ?? (message => console.warn(message));
+    this.missTtlMs = options.missTtlMs ?? 2000;
   }
 
   async storeSignature(digest: string, algorithm: string): Promise<void> {
     const key = `${algorithm}:${digest}`;
+    if (!this.trusted.has(key)) await this.inner.storeSignature(digest, algorithm);
+    this.misses.delete(key);
     this.remember(key);
-    this.pending.set(key, { digest, algorithm });
-    this.flushTimer ??= setTimeout(() => void this.flush(), this.flushDelayMs);
   }
 
   async checkSignature(digest: string, algorithm: string): Promise<boolean> {
@@ -40,75 +43,66 @@ export class CachingSignatureStore implements ISignatureStore {
       this.remember(key);
       return true;
     }
-    const missedAt = this.misses.get(key);
-    if (missedAt !== undefined && Date.now() - missedAt < this.negativeTtlMs) return false;
+    const stamp = this.databaseStamp();
+    const miss = this.misses.get(key);
+    if (stamp !== undefined && miss?.stamp === stamp && Date.now() - miss.at < this.missTtlMs) {
+      return false;
+    }
     const known = await this.inner.checkSignature(digest, algorithm);
     if (known) {
       this.misses.delete(key);
       this.remember(key);
     } else {
-      this.misses.set(key, Date.now());
-      if (this.misses.size > this.maxEntries) this.misses.delete(this.misses.keys().next().value!);
+      // The check itself may have written (it refreshes last_seen on hits only), so stamp after.
+      const after = this.databaseStamp();
+      if (after !== undefined) this.bounded(this.misses).set(key, { stamp: after, at: Date.now() });
     }
     return known;
   }
 
   async removeSignature(digest: string, algorithm: string): Promise<void> {
-    const key = `${algorithm}:${digest}`;
-    this.trusted.delete(key);
-    this.pending.delete(key);
+    this.trusted.delete(`${algorithm}:${digest}`);
     await this.inner.removeSignature(digest, algorithm);
   }
 
-  /** Write the signatures waiting for the database. */
-  async flush(): Promise<void> {
-    if (this.flushTimer) clearTimeout(this.flushTimer);
-    this.flushTimer = undefined;
-    const batch = [...this.pending.values()];
-    this.pending.clear();
-    this.flushing = this.flushing.then(async () => {
-      for (const { digest, algorithm } of batch) {
-        try {
-          await this.inner.storeSignature(digest, algorithm);
-        } catch (error) {
-          this.warn(`could not record a notebook signature: ${(error as Error).message}`);
-        }
-      }
-    });
-    await this.flushing;
+  async close(): Promise<void> {
+    await this.inner.close();
   }
 
-  async close(): Promise<void> {
-    await this.flush();
-    await this.inner.close();
+  /** Identifies the database file's current content; undefined when it can't be read. */
+  private databaseStamp(): string | undefined {
+    try {
+      const stats = statSync(this.dbFile, { bigint: true });
+      return `${stats.ino}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}`;
+    } catch {
+      return undefined;
+    }
   }
 
   private remember(key: string): void {
     this.trusted.delete(key);
-    this.trusted.set(key, true);
-    if (this.trusted.size > this.maxEntries) this.trusted.delete(this.trusted.keys().next().value!);
+    this.bounded(this.trusted).set(key, true);
+  }
+
+  private bounded<V>(map: Map<string, V>): Map<string, V> {
+    if (map.size >= this.maxEntries) map.delete(map.keys().next().value as string);
+    return map;
   }
 
   private readonly trusted = new Map<string, true>();
-  private readonly misses = new Map<string, number>();
-  private readonly pending = new Map<string, { digest: string; algorithm: string }>();
-  private flushTimer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> = Promise.resolve();
+  private readonly misses = new Map<string, { stamp: string; at: number }>();
+  private readonly missTtlMs: number;
   private readonly maxEntries: number;
-  private readonly negativeTtlMs: number;
-  private readonly flushDelayMs: number;
-  private readonly warn: (message: string) => void;
 }
 
 export namespace CachingSignatureStore {
   export interface IOptions {
-    /** Signatures kept in memory (default 4096). */
+    /** Signatures (and misses) kept in memory (default 4096 each). */
     maxEntries?: number;
-    /** How long a miss is believed (default 1000 ms). */
-    negativeTtlMs?: number;
-    /** How long new signatures wait to be written together (default 250 ms). */
-    flushDelayMs?: number;
-    /** Where write failures go (default `console.warn`). */
-    warn?: (message: string) => void;
+    /**
+     * The longest a miss is remembered even with the file unchanged (default 2000 ms): file
+     * timestamps are coarse, and a same-size write within one tick would not change the stamp.
+     */
+    missTtlMs?: number;
   }
 }

@@ -2,7 +2,9 @@ import { createHmac, randomBytes, type Hmac } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { encodeBase64Lines } from '../model';
-import { PyNumber, pythonStr } from '../nbformat/pynumber';
+import { PyNumber, pythonStr, pythonTruthy } from '../nbformat/pynumber';
+
+export { pythonTruthy };
 import { ensureJupyterDir } from './paths';
 import { type ISignatureStore, SQLiteSignatureStore } from './signatureStore';
 
@@ -298,17 +300,6 @@ function cellIsTrusted(cell: Dict, version: number): boolean {
 
 const SAFE_KEYS_V4 = new Set(['output_type', 'execution_count', 'metadata']);
 const SAFE_KEYS_V3 = new Set(['output_type', 'prompt_number', 'metadata']);
-
-/** Python's `bool()` of a JSON value. */
-export function pythonTruthy(value: unknown): boolean {
-  if (value === null || value === undefined || value === false) return false;
-  if (value === true) return true;
-  if (value instanceof PyNumber) return Number(value.text) !== 0;
-  if (typeof value === 'number') return value !== 0;
-  if (typeof value === 'string' || Array.isArray(value)) return value.length > 0;
-  if (typeof value === 'object') return Object.values(value).some(v => v !== undefined);
-  return Boolean(value);
-}
 
 /** Python pops `metadata.signature` while hashing and puts it back only if it was not None. */
 function dropNullSignature(notebook: object): void {
