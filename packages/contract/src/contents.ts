@@ -60,8 +60,11 @@ export const SaveRequestSchema = z
     type: z.unknown().optional(),
     format: z.string().nullable().optional(),
     content: z.unknown().optional(),
-    /** 1 starts a chunked upload, 2, 3, … append, -1 appends the last chunk; null is a plain save. */
-    chunk: z.number().int().nullable().optional(),
+    /**
+     * 1 starts a chunked upload, 2, 3, … append, -1 appends the last chunk; null is a plain save.
+     * Any other value appends, as in Jupyter, whose tests are `chunk == 1` and `chunk == -1`.
+     */
+    chunk: z.unknown().optional(),
     path: z.string().optional(),
     name: z.string().optional(),
     copy_from: z.unknown().optional()

@@ -19,8 +19,7 @@ import {
   NotebookParseError,
   newNotebook,
   readNotebook,
-  validateNotebook,
-  writeNotebook,
+  serializeNotebook,
   type NotebookNode
 } from './nbformat';
 import { baseName, joinApiPath, normalizeApiPath, parentPath, RootResolver } from './paths';
@@ -128,6 +127,10 @@ export class ContentsManager {
     const stats = lstats.isSymbolicLink() ? await statOrUndefined(osPath) : lstats;
     const content = options.content ?? true;
     if (stats?.isDirectory()) {
+      if (options.hash) {
+        // Jupyter fails with a 500 here (its model check wants a hash no directory has).
+        throw new HttpError(400, `${normalized} is a directory, which has no hash`, 'bad hash');
+      }
       if (options.type && options.type !== 'directory') {
         throw new HttpError(400, `${normalized} is a directory, not a ${options.type}`, 'bad type');
       }
@@ -204,13 +207,14 @@ export class ContentsManager {
     try {
       if (request.type === 'notebook') {
         const notebook = asNotebook(request.content);
-        const bytes = await this.serializeNotebook(normalized, notebook);
+        const serialized = await this.serializeNotebook(normalized, notebook);
+        const bytes = serialized.bytes;
+        validationMessage = serialized.validationMessage;
         await writeFileAtomic(osPath, bytes);
         saved = bytes;
         if ((await this.checkpoints.list(normalized)).length === 0) {
           await this.checkpoints.create(normalized);
         }
-        validationMessage = validateNotebook(notebook);
       } else if (request.type === 'file') {
         const bytes = decodeFileContent(normalized, request.content, request.format);
         if (chunk === undefined || chunk === null || chunk === 1) {
@@ -542,22 +546,25 @@ export class ContentsManager {
   }
 
   /**
-   * Sign (when every cell is trusted) and serialise a notebook from a request. A model nbformat
-   * cannot write (no integer `nbformat` 4, cells that are not objects, strings Python cannot
+   * Sign (when every cell is trusted) and serialise a notebook from a request, with the validation
+   * message Jupyter would add. A model nbformat cannot write (no `nbformat` 1 to 4, cells that are not objects, strings Python cannot
    * encode, nesting too deep) is a 400, and nothing is written.
    */
-  private async serializeNotebook(apiPath: string, notebook: NotebookNode): Promise<Buffer> {
-    if (notebook.nbformat !== 4) {
+  private async serializeNotebook(
+    apiPath: string,
+    notebook: NotebookNode
+  ): Promise<{ bytes: Buffer; validationMessage?: string }> {
+    if (![1, 2, 3, 4].includes(notebook.nbformat)) {
       const found = JSON.stringify(notebook.nbformat) ?? 'missing';
       throw new HttpError(
         400,
-        `Unsupported notebook: 'nbformat' must be the integer 4, not ${found}`,
+        `Unsupported notebook: 'nbformat' must be an integer from 1 to 4, not ${found}`,
         'bad notebook'
       );
     }
     try {
       await this.signIfTrusted(apiPath, notebook);
-      return writeNotebook(notebook);
+      return serializeNotebook(notebook);
     } catch (error) {
       if (error instanceof HttpError) throw error;
       const detail =

@@ -4,12 +4,13 @@ import {
   SaveRequestSchema,
   type ContentsModel
 } from '@jupyter-store/contract';
+import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { HttpError } from '../errors';
 import { decodeUrlPath, urlEscapePath } from '../http/quote';
 import { ContentsManager, normalizeType } from './manager';
-import { PyNumber, pythonTruthy } from './nbformat/pynumber';
+import { PyNumber, pythonFloatRepr, pythonTruthy } from './nbformat/pynumber';
 import { parsePythonJson } from './nbformat';
 import { checkApiPath } from './paths';
 
@@ -167,7 +168,7 @@ export function createContentsRouter(options: ContentsRouter.IOptions): Router {
       type: normalizeType(request.type),
       format: request.format,
       content: request.content,
-      chunk: request.chunk ?? undefined
+      chunk: chunkNumber(request.chunk)
     });
     sendModel(res, created ? 201 : 200, model, true);
   }
@@ -253,6 +254,11 @@ export function stringifyPythonNumbers(body: unknown): string {
       marked = true;
       return NUMBER_MARK + original.text;
     }
+    // Below 1e-4 Python switches to exponent notation with two digits (`1e-07`), JS does not.
+    if (typeof value === 'number' && value !== 0 && Math.abs(value) < 1e-4) {
+      marked = true;
+      return NUMBER_MARK + pythonFloatRepr(value);
+    }
     return value;
   });
   return marked ? text.replace(MARKED_NUMBER, '$1') : text;
@@ -265,6 +271,18 @@ function decodePath(raw: string): string {
   return checkApiPath(decoded);
 }
 
+/**
+ * The chunk number as Jupyter's large-file manager reads it: `None` is a plain save, a value equal
+ * to 1 (Python: `1`, `1.0`, `True`) starts the upload, one equal to -1 ends it, anything else
+ * appends.
+ */
+function chunkNumber(value: unknown): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  const number = value === true ? 1 : value instanceof PyNumber ? Number(value.text) : value;
+  if (number === 1 || number === -1) return number;
+  return 2;
+}
+
 function lastValue(query: URLSearchParams, name: string): string | undefined {
   const values = query.getAll(name);
   return values.length === 0 ? undefined : values[values.length - 1];
@@ -273,9 +291,6 @@ function lastValue(query: URLSearchParams, name: string): string | undefined {
 function methodNotAllowed(): never {
   throw new HttpError(405, 'Method not allowed', 'method not allowed');
 }
-
-// ignoreBOM keeps a byte-order mark in the text, so JSON parsing refuses it as Python does.
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** The request's JSON body as Jupyter's `get_json_body` reads it: absent or blank is undefined. */
 function jsonBody(req: Request): unknown {
@@ -289,14 +304,13 @@ function jsonBody(req: Request): unknown {
   )
     start++;
   if (start === raw.length) return undefined;
-  let text: string;
-  try {
-    text = strictUtf8.decode(raw);
-  } catch {
-    throw new HttpError(400, 'Invalid UTF-8 in body of request', 'bad request');
+  if (!isUtf8(raw)) throw new HttpError(400, 'Invalid UTF-8 in body of request', 'bad request');
+  // A byte-order mark is not JSON, for Python's json.loads as for us.
+  if (raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf) {
+    throw new HttpError(400, 'Invalid JSON in body of request: byte-order mark', 'bad request');
   }
   try {
-    return parsePythonJson(text);
+    return parsePythonJson(raw);
   } catch {
     throw new HttpError(400, 'Invalid JSON in body of request', 'bad request');
   }

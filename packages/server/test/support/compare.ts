@@ -217,6 +217,16 @@ export const INTENTIONAL_DEVIATIONS: readonly IntentionalDeviation[] = [
       /only in jupyter/.test(String(d.jupyter))
   },
   {
+    id: 'delete-permission-403',
+    request: 'DELETE of an item the server may not remove (test_403: its directory is unwritable)',
+    field: 'status',
+    jupyter: '400 "send2trash failed: …" (the trash move fails with an OS permission error)',
+    ours: '403 "Permission denied: <path>"',
+    why: 'A permission problem is a 403, as Jupyter answers for every other permission error.',
+    matches: d =>
+      d.method === 'DELETE' && d.aspect === 'status' && d.jupyter === 400 && d.ours === 403
+  },
+  {
     id: 'validation-message-text',
     request: 'GET or PUT of a notebook that fails nbformat validation',
     field: 'model `message` (text after the prefix)',

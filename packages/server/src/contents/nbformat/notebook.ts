@@ -8,6 +8,16 @@
  *   version=NO_CONVERT)`, i.e. the same id repair, split multi-line strings into lines, drop
  *   transient fields, `json.dumps(indent=1, sort_keys=True, ensure_ascii=False)` and a final
  *   newline. Trust signing happens elsewhere.
+ *
+ * Where nbformat fails on a malformed notebook (a missing key, a value of the wrong type), these
+ * fail too, with the exception text Jupyter would show.
+ *
+ * #### Known differences
+ * - Python fails to read JSON nested deeper than its recursion limit (about 1000 levels, less
+ *   the depth of Jupyter's own call stack); we read it, up to the JavaScript stack's limit.
+ * - The model's dicts keep the file's key order, except integer-like keys (`"0"`, `"42"`), which
+ *   a JavaScript object puts first. Files are written with sorted keys, so bytes never differ.
+ * - See `validate.ts` for the validation message.
  */
 import { randomBytes } from 'node:crypto';
 import { isUtf8 } from 'node:buffer';

@@ -7,6 +7,15 @@
  * prints with `pprint`. We do the same: `ajv` gives the verdict against the vendored official
  * schemas, and a small draft-4 evaluator that walks schema keywords in the order `jsonschema` does
  * finds the same first error and words it the same way.
+ *
+ * #### Known differences
+ * - `jsonschema` visits the extra keys of a mime bundle as a Python `set`, in string-hash order;
+ *   we visit them in the notebook's order. With two or more invalid values in one bundle, the
+ *   message may name another one than Python would on a given run.
+ * - `repr()` and `json.dumps()` of the failing value print dict keys in insertion order, which
+ *   JavaScript objects keep except for integer-like keys (`"0"`, `"42"`), which come first.
+ * - Whether `repr()` escapes a character depends on the Unicode tables: this engine's may be a
+ *   newer Unicode version than the Python's, so a character assigned in between prints as is.
  */
 import Ajv, { type ValidateFunction } from 'ajv';
 
