@@ -8,7 +8,10 @@ log() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   log "Installing npm packages"
-  npm ci --no-audit --no-fund
+  # `npm install` rather than `npm ci`: npm 11 leaves the optional per-platform packages of
+  # jest's resolver out of the lockfile, and `npm ci` then refuses it. The lockfile still pins
+  # every version.
+  npm install --no-audit --no-fund
 fi
 
 if ! cmp -s requirements.txt .venv/.installed-requirements.txt 2>/dev/null; then

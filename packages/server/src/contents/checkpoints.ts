@@ -60,7 +60,7 @@ export class FileCheckpoints {
       }
       throw error;
     }
-    await writeFileAtomic(target, bytes);
+    await writeFileAtomic(target, bytes, { durable: false });
     const stats = await fs.stat(source);
     await fs.utimes(target, stats.atime, stats.mtime);
     return this.model(CHECKPOINT_ID, target);

@@ -13,10 +13,13 @@ import { HttpError, hasErrorCode } from '../errors';
  * temporary file in the same directory, fsync it, rename it over the target and fsync the
  * directory, so a reader sees either the old bytes or the new ones. Mode and ownership of an
  * existing target are kept, and a symlinked target is written through the link, as Jupyter does.
+ * `durable: false` keeps the all-or-nothing rename but skips the fsyncs, for copies that can be
+ * made again (checkpoints), as Jupyter does not fsync its checkpoint copies either.
  */
 export async function writeFileAtomic(
   osPath: string,
-  data: Buffer | readonly Buffer[]
+  data: Buffer | readonly Buffer[],
+  options: { durable?: boolean } = {}
 ): Promise<void> {
   const target = await followSymlink(osPath);
   const existing = await statOrUndefined(target);
@@ -39,7 +42,7 @@ export async function writeFileAtomic(
   try {
     await writeAll(handle, data);
     if (existing) await keepOwnership(handle, existing);
-    await handle.sync();
+    if (options.durable !== false) await handle.sync();
   } catch (error) {
     await handle.close().catch(() => undefined);
     await fs.rm(temporary, { force: true });
@@ -52,7 +55,7 @@ export async function writeFileAtomic(
     await fs.rm(temporary, { force: true });
     throw error;
   }
-  await syncDirectory(directory);
+  if (options.durable !== false) await syncDirectory(directory);
 }
 
 /** Append bytes to a file and make them durable (the later chunks of a chunked upload). */

@@ -104,9 +104,6 @@ export function createContentsRouter(options: ContentsRouter.IOptions): Router {
       case 'PATCH':
         return patchContents(apiPath, jsonBody(req), res);
       case 'DELETE':
-        if (await manager.isHidden(apiPath)) {
-          throw new HttpError(400, `Cannot delete file or directory '${apiPath}'`, 'hidden');
-        }
         await manager.delete(apiPath);
         res.status(204).end();
         return;
@@ -205,9 +202,6 @@ export function createContentsRouter(options: ContentsRouter.IOptions): Router {
     if (body === undefined) throw new HttpError(400, 'JSON body missing', 'bad request');
     const request = parseBody(RenameRequestSchema, body);
     const newPath = request.path !== undefined ? checkApiPath(request.path) : apiPath;
-    if (request.path && ((await manager.isHidden(apiPath)) || (await manager.isHidden(newPath)))) {
-      throw new HttpError(400, `Cannot rename file or directory '${apiPath}'`, 'hidden');
-    }
     sendModel(res, 200, await manager.rename(apiPath, newPath), true);
   }
 
