@@ -8,8 +8,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { parse as parseLossless } from 'lossless-json';
-import { PyNumber, pythonFloatRepr } from '../../src/contents/nbformat/pynumber';
+import { parsePythonJson } from '../../src/contents/nbformat/pyjson';
 import {
   NOTARY_ALGORITHMS,
   NotebookNotary,
@@ -269,15 +268,7 @@ function py<T>(command: string, payload: object = {}): Promise<T> {
  * kept (integral floats and big ints as PyNumber), and the transient keys stripped.
  */
 function readNotebook(file: string): Record<string, unknown> {
-  const notebook = parseLossless(fs.readFileSync(file, 'utf8'), null, text => {
-    const value = Number(text);
-    if (/[.eE]/.test(text)) {
-      return Number.isInteger(value) || !Number.isFinite(value)
-        ? new PyNumber('float', pythonFloatRepr(value))
-        : value;
-    }
-    return Number.isSafeInteger(value) ? value : new PyNumber('int', BigInt(text).toString());
-  }) as Record<string, unknown>;
+  const notebook = parsePythonJson(fs.readFileSync(file)) as Record<string, unknown>;
   const metadata = notebook.metadata as Record<string, unknown>;
   delete metadata.orig_nbformat;
   delete metadata.orig_nbformat_minor;
