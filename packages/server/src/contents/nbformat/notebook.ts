@@ -47,6 +47,7 @@ import {
   requireHashable,
   unicodeEncodeError
 } from './pyjson';
+import { dumpsNotebookJson } from './stringify';
 import { asReaderError, upgradeLegacyNotebook } from './upgrade';
 import { type CellIdGenerator, validateNotebookInPlace } from './validate';
 
@@ -322,7 +323,7 @@ export function serializeNotebook(
 ): SerializedNotebook {
   const generateCellId = options.generateCellId ?? randomCellId;
   try {
-    const copy = copyNode(notebook);
+    const copy = isVersion4(notebook) ? copyForVersion4(notebook) : copyNode(notebook);
     const kind = pythonKind(copy);
     if (kind !== 'dict') {
       throw new PythonException('AttributeError', `'${kind}' object has no attribute 'get'`);
@@ -333,8 +334,7 @@ export function serializeNotebook(
     const version = Object.prototype.hasOwnProperty.call(node, 'nbformat')
       ? Number(node.nbformat)
       : 1;
-    const text = WRITERS[version](node) + '\n';
-    const bytes = Buffer.from(text, 'utf8');
+    const bytes = WRITERS[version](node);
     return validationMessage === undefined ? { bytes } : { bytes, validationMessage };
   } catch (error) {
     if (error instanceof PythonException) {
@@ -344,20 +344,31 @@ export function serializeNotebook(
   }
 }
 
-const WRITERS: Record<number, (notebook: JsonObject) => string> = {
-  1: notebook => dumpsPython(notebook, { indent: 4, ensureAscii: true }),
+/** The file's text with its final newline, as UTF-8. */
+function fileBytes(text: string): Buffer {
+  return Buffer.from(text + '\n', 'utf8');
+}
+
+const WRITERS: Record<number, (notebook: JsonObject) => Buffer> = {
+  1: notebook => fileBytes(dumpsPython(notebook, { indent: 4, ensureAscii: true })),
   2: notebook => {
     splitLegacyLines(notebook, false);
-    return dumpsPython(notebook, { indent: 1, sortKeys: true, ensureAscii: true });
+    return fileBytes(dumpsPython(notebook, { indent: 1, sortKeys: true, ensureAscii: true }));
   },
   3: notebook => {
     stripTransientV3(notebook);
     splitLegacyLines(notebook, true);
-    return dumpsPython(notebook, { indent: 1, sortKeys: true, ensureAscii: true });
+    return fileBytes(dumpsPython(notebook, { indent: 1, sortKeys: true, ensureAscii: true }));
   },
   4: notebook => {
     splitLines(notebook);
     stripTransient(notebook);
+    const bytes = dumpsNotebookJson(notebook, '\n');
+    if (bytes !== undefined) {
+      return bytes;
+    }
+    // Lone surrogates, or values that are not JSON: the exact serialiser, which fails as Python
+    // does.
     const { text, hasLoneSurrogate } = dumpsPythonChecked(notebook, {
       indent: 1,
       sortKeys: true,
@@ -367,7 +378,7 @@ const WRITERS: Record<number, (notebook: JsonObject) => string> = {
       // Python writes the file as UTF-8, which a lone surrogate cannot be.
       throw unicodeEncodeError('utf-8', text);
     }
-    return text;
+    return fileBytes(text);
   }
 };
 
@@ -413,6 +424,72 @@ function stripTransientV3(notebook: JsonObject): void {
       pyPop(cell, 'trusted', null);
     }
   }
+}
+
+/**
+ * Would validation take this for a version 4 notebook? (It fails unless `nbformat` is an integer
+ * from 1 to 4, so the answer only chooses how much to copy.)
+ */
+function isVersion4(notebook: unknown): notebook is JsonObject {
+  return isPlainObject(notebook) && notebook.nbformat === 4;
+}
+
+/**
+ * {@link copyNode} for a version 4 notebook, copying only the dicts and lists that validation
+ * (cell ids), `split_lines` and `strip_transient` change; everything else is shared with the
+ * model, which the serialiser does not modify.
+ */
+function copyForVersion4(notebook: JsonObject): JsonObject {
+  const copy = { ...notebook };
+  copyDict(copy, 'metadata');
+  if (Array.isArray(copy.cells)) {
+    copy.cells = copy.cells.map(copyCellForVersion4);
+  }
+  return copy;
+}
+
+function copyCellForVersion4(cell: unknown): unknown {
+  if (!isPlainObject(cell)) {
+    return cell;
+  }
+  const copy = { ...cell };
+  copyDict(copy, 'metadata');
+  const attachments = copyDict(copy, 'attachments');
+  if (attachments !== undefined) {
+    for (const key of Object.keys(attachments)) {
+      copyDict(attachments, key);
+    }
+  }
+  if (Array.isArray(copy.outputs)) {
+    copy.outputs = copy.outputs.map(output => {
+      if (!isPlainObject(output)) {
+        return output;
+      }
+      const outputCopy = { ...output };
+      copyDict(outputCopy, 'data');
+      return outputCopy;
+    });
+  }
+  return copy;
+}
+
+/**
+ * Replace `record[key]`, when it is a dict, by a copy of its own keys (spreading keeps
+ * `__proto__` an own key); return the copy.
+ */
+function copyDict(record: JsonObject, key: string): JsonObject | undefined {
+  const value = Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined;
+  if (!isPlainObject(value)) {
+    return undefined;
+  }
+  const copy = { ...value };
+  Object.defineProperty(record, key, {
+    value: copy,
+    enumerable: true,
+    writable: true,
+    configurable: true
+  });
+  return copy;
 }
 
 /** `nbformat.from_dict`: a structural copy (strings and numbers are immutable and shared). */

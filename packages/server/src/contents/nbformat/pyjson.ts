@@ -490,7 +490,7 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 }
 
 /** A number as `json.dumps` writes it: see {@link dumpsPython}. */
-function formatNumber(value: number): string {
+export function formatNumber(value: number): string {
   if (Number.isInteger(value) && Math.abs(value) <= Number.MAX_SAFE_INTEGER) {
     return String(value);
   }
