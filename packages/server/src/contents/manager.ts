@@ -137,7 +137,14 @@ export class ContentsManager {
       return this.directoryModel(normalized, osPath, lstats, content);
     }
     if (options.type === 'notebook' || (!options.type && isNotebookName(normalized))) {
-      return this.notebookModel(normalized, osPath, lstats, content, options.hash ?? false);
+      return this.notebookModel(
+        normalized,
+        osPath,
+        lstats,
+        stats ?? lstats,
+        content,
+        options.hash ?? false
+      );
     }
     if (options.type === 'directory') {
       throw new HttpError(400, `${normalized} is not a directory`, 'bad type');
@@ -497,6 +504,8 @@ export class ContentsManager {
     apiPath: string,
     osPath: string,
     lstats: Stats,
+    /** The stats of the bytes read: the link's target for a symlink. */
+    contentStats: Stats,
     content: boolean,
     hash: boolean
   ): Promise<ContentsModel> {
@@ -518,7 +527,7 @@ export class ContentsManager {
         throw error;
       }
       if (this.notary) {
-        const trusted = await this.notary.checkSignature(read.notebook);
+        const trusted = await this.notary.checkSignature(read.notebook, contentKey(contentStats));
         this.notary.markCells(read.notebook, trusted);
       }
       model.content = read.notebook;
@@ -749,6 +758,14 @@ function decodeUtf8(bytes: Buffer): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Identifies a file's exact bytes for caches: a write through us or anyone else changes the
+ * inode (rename) or the size and times.
+ */
+function contentKey(stats: Stats): string {
+  return `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
 }
 
 async function isNonEmptyDirectory(osPath: string): Promise<boolean> {
