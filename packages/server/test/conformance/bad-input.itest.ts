@@ -7,7 +7,7 @@
  * must answer a 4xx (INTENTIONAL_DEVIATIONS "jupyter-5xx"); our errors are always JSON
  * {"message", "reason"}, never a stack trace; nothing is written outside the root.
  */
-import { conformanceSuite, contentsPath, type Req } from '../support/compare';
+import { conformanceSuite, contentsPath, patch, post, put, type Req } from '../support/compare';
 
 const env = conformanceSuite();
 
@@ -21,21 +21,6 @@ const raw = (
   path,
   body,
   headers: { 'Content-Type': contentType }
-});
-const put = (apiPath: string, json: unknown): Req => ({
-  method: 'PUT',
-  path: contentsPath(apiPath),
-  json
-});
-const post = (apiPath: string, json: unknown): Req => ({
-  method: 'POST',
-  path: contentsPath(apiPath),
-  json
-});
-const patch = (apiPath: string, json: unknown): Req => ({
-  method: 'PATCH',
-  path: contentsPath(apiPath),
-  json
 });
 const text = (content: unknown): Record<string, unknown> => ({
   type: 'file',

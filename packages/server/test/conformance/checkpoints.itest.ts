@@ -5,20 +5,10 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { conformanceSuite, contentsPath, type Req } from '../support/compare';
+import { conformanceSuite, contentsPath, get, put, type Req } from '../support/compare';
 
 const env = conformanceSuite();
 
-const get = (apiPath: string, query?: string): Req => ({
-  method: 'GET',
-  path: contentsPath(apiPath),
-  query
-});
-const put = (apiPath: string, json?: unknown): Req => ({
-  method: 'PUT',
-  path: contentsPath(apiPath),
-  json
-});
 const list = (apiPath: string): Req => ({
   method: 'GET',
   path: contentsPath(apiPath, 'checkpoints')

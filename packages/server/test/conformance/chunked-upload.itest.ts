@@ -6,24 +6,13 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { conformanceSuite, contentsPath, type Req } from '../support/compare';
+import { conformanceSuite, get, put, type Req } from '../support/compare';
 import { pseudoRandomBytes } from '../support/tree';
 
 const env = conformanceSuite();
 
 /** JupyterLab's CHUNK_SIZE (packages/filebrowser/src/model.ts). */
 const CHUNK_SIZE = 1024 * 1024;
-
-const get = (apiPath: string, query?: string): Req => ({
-  method: 'GET',
-  path: contentsPath(apiPath),
-  query
-});
-const put = (apiPath: string, json?: unknown): Req => ({
-  method: 'PUT',
-  path: contentsPath(apiPath),
-  json
-});
 
 /** The chunk numbers and slices Lab's uploader makes of a file. */
 function labChunks(bytes: Buffer): Array<{ chunk: number; data: Buffer }> {

@@ -8,28 +8,16 @@ import {
   conformanceSuite,
   contentsPath,
   expectedLocation,
+  get,
+  join2,
+  post,
+  put,
   type BothRes,
   type Req
 } from '../support/compare';
 
 const env = conformanceSuite();
 
-const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
-const post = (apiPath: string, json?: unknown): Req => ({
-  method: 'POST',
-  path: contentsPath(apiPath),
-  json
-});
-const put = (apiPath: string, json?: unknown): Req => ({
-  method: 'PUT',
-  path: contentsPath(apiPath),
-  json
-});
-const get = (apiPath: string, query?: string): Req => ({
-  method: 'GET',
-  path: contentsPath(apiPath),
-  query
-});
 const copy = (to: string, from: string): Req => post(to, { copy_from: from });
 
 /** Upstream's `_check_created`, on Jupyter's answer (ours must equal it). */

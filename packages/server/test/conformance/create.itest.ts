@@ -8,29 +8,15 @@ import {
   conformanceSuite,
   contentsPath,
   expectedLocation,
-  type BothRes,
-  type Req
+  get,
+  join2,
+  post,
+  put,
+  type BothRes
 } from '../support/compare';
 import { pseudoRandomBytes } from '../support/tree';
 
 const env = conformanceSuite();
-
-const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
-const put = (apiPath: string, json?: unknown): Req => ({
-  method: 'PUT',
-  path: contentsPath(apiPath),
-  json
-});
-const post = (apiPath: string, json?: unknown): Req => ({
-  method: 'POST',
-  path: contentsPath(apiPath),
-  json
-});
-const get = (apiPath: string, query?: string): Req => ({
-  method: 'GET',
-  path: contentsPath(apiPath),
-  query
-});
 
 /** Upstream's `_check_created`, on Jupyter's answer (ours must equal it). */
 function checkCreated(r: BothRes, dir: string, name: string, type = 'notebook'): void {

@@ -5,7 +5,14 @@
  */
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { conformanceSuite, contentsPath, type Conformance, type Req } from '../support/compare';
+import {
+  conformanceSuite,
+  contentsPath,
+  del,
+  get,
+  join2,
+  type Conformance
+} from '../support/compare';
 import {
   TEST_API_DIRS,
   TEST_API_FOLDERS,
@@ -13,14 +20,6 @@ import {
   snapshotDir,
   type DiskEntry
 } from '../support/tree';
-
-const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
-const del = (apiPath: string): Req => ({ method: 'DELETE', path: contentsPath(apiPath) });
-const get = (apiPath: string, query?: string): Req => ({
-  method: 'GET',
-  path: contentsPath(apiPath),
-  query
-});
 
 type Model = Record<string, unknown>;
 

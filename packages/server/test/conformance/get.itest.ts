@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { conformanceSuite, contentsPath, type Req } from '../support/compare';
+import { conformanceSuite, contentsPath, get, join2 } from '../support/compare';
 import {
   SPECIAL_NAMES,
   TEST_API_DIRS,
@@ -15,13 +15,6 @@ import {
 } from '../support/tree';
 
 const env = conformanceSuite({ baseUrl: '/' });
-
-const get = (apiPath: string, query?: string): Req => ({
-  method: 'GET',
-  path: contentsPath(apiPath),
-  query
-});
-const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
 
 type Model = Record<string, unknown> & { content: unknown };
 const models = (content: unknown): Model[] => content as Model[];

@@ -13,32 +13,16 @@ import { join } from 'node:path';
 import {
   conformanceSuite,
   contentsPath,
+  del,
   expectedLocation,
+  get,
+  patch,
+  post,
+  put,
   type Conformance,
   type Req
 } from '../support/compare';
 
-const get = (apiPath: string, query?: string): Req => ({
-  method: 'GET',
-  path: contentsPath(apiPath),
-  query
-});
-const put = (apiPath: string, json?: unknown): Req => ({
-  method: 'PUT',
-  path: contentsPath(apiPath),
-  json
-});
-const post = (apiPath: string, json?: unknown): Req => ({
-  method: 'POST',
-  path: contentsPath(apiPath),
-  json
-});
-const del = (apiPath: string): Req => ({ method: 'DELETE', path: contentsPath(apiPath) });
-const patch = (apiPath: string, json?: unknown): Req => ({
-  method: 'PATCH',
-  path: contentsPath(apiPath),
-  json
-});
 const text = (content: string): Record<string, string> => ({
   type: 'file',
   format: 'text',

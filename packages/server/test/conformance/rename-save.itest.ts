@@ -6,25 +6,18 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { conformanceSuite, contentsPath, expectedLocation, type Req } from '../support/compare';
+import {
+  conformanceSuite,
+  contentsPath,
+  expectedLocation,
+  get,
+  patch,
+  put,
+  type Req
+} from '../support/compare';
 
 const env = conformanceSuite();
 
-const get = (apiPath: string, query?: string): Req => ({
-  method: 'GET',
-  path: contentsPath(apiPath),
-  query
-});
-const put = (apiPath: string, json?: unknown): Req => ({
-  method: 'PUT',
-  path: contentsPath(apiPath),
-  json
-});
-const patch = (apiPath: string, json?: unknown): Req => ({
-  method: 'PATCH',
-  path: contentsPath(apiPath),
-  json
-});
 const rename = (from: string, to: string): Req => patch(from, { path: to });
 
 type Model = Record<string, unknown>;

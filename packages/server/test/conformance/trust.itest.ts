@@ -7,22 +7,11 @@
 import { randomInt } from 'node:crypto';
 import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { conformanceSuite, contentsPath, type Req } from '../support/compare';
+import { conformanceSuite, contentsPath, get, join2, put, type Req } from '../support/compare';
 import { TEST_API_DIRS } from '../support/tree';
 
 const env = conformanceSuite({ shareNotary: true });
 
-const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
-const get = (apiPath: string, query?: string): Req => ({
-  method: 'GET',
-  path: contentsPath(apiPath),
-  query
-});
-const put = (apiPath: string, json?: unknown): Req => ({
-  method: 'PUT',
-  path: contentsPath(apiPath),
-  json
-});
 const trust = (apiPath: string): Req => ({ method: 'POST', path: contentsPath(apiPath, 'trust') });
 
 type Cell = { cell_type: string; metadata: Record<string, unknown>; [key: string]: unknown };

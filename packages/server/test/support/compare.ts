@@ -1046,3 +1046,37 @@ export function conformanceSuite(options: SuiteOptions = {}): Conformance {
 export function sha256(data: Buffer | string): string {
   return createHash('sha256').update(data).digest('hex');
 }
+
+/** Join a directory and a name as API paths (`''` is the root). */
+export const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
+
+/** `GET {base}api/contents/<path>[?query]`. */
+export const get = (apiPath: string, query?: string): Req => ({
+  method: 'GET',
+  path: contentsPath(apiPath),
+  query
+});
+
+/** `PUT {base}api/contents/<path>` with a JSON body. */
+export const put = (apiPath: string, json?: unknown): Req => ({
+  method: 'PUT',
+  path: contentsPath(apiPath),
+  json
+});
+
+/** `POST {base}api/contents/<path>` with a JSON body. */
+export const post = (apiPath: string, json?: unknown): Req => ({
+  method: 'POST',
+  path: contentsPath(apiPath),
+  json
+});
+
+/** `PATCH {base}api/contents/<path>` with a JSON body. */
+export const patch = (apiPath: string, json?: unknown): Req => ({
+  method: 'PATCH',
+  path: contentsPath(apiPath),
+  json
+});
+
+/** `DELETE {base}api/contents/<path>`. */
+export const del = (apiPath: string): Req => ({ method: 'DELETE', path: contentsPath(apiPath) });
