@@ -69,9 +69,11 @@ export async function isItemHidden(name: string, osPath: string, stats?: Stats):
 /**
  * Is the API path hidden: any dot segment below the root, or the item is an unlistable
  * directory. The root itself is never hidden.
+ *
+ * @param stats - the item's stats with symlinks followed, when the caller already has them.
  */
-export async function isHidden(apiPath: string, osPath: string): Promise<boolean> {
+export async function isHidden(apiPath: string, osPath: string, stats?: Stats): Promise<boolean> {
   if (apiPath === '') return false;
   if (hasHiddenSegment(apiPath)) return true;
-  return isItemHidden(apiPath.slice(apiPath.lastIndexOf('/') + 1), osPath);
+  return isItemHidden(apiPath.slice(apiPath.lastIndexOf('/') + 1), osPath, stats);
 }

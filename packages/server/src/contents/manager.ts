@@ -123,8 +123,8 @@ export class ContentsManager {
     );
     const lstats = await lstatOrUndefined(osPath);
     if (!lstats) throw notFound;
-    if (await this.isHidden(normalized)) throw notFound;
     const stats = lstats.isSymbolicLink() ? await statOrUndefined(osPath) : lstats;
+    if (!this.allowHidden && (await isHidden(normalized, osPath, stats))) throw notFound;
     const content = options.content ?? true;
     if (stats?.isDirectory()) {
       if (options.hash) {

@@ -2,17 +2,13 @@
  * Differential conformance: copies (upstream test_api.py's copy tests), `-Copy` naming,
  * directory copies, copies to an exact path, refusals.
  */
-import { existsSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import {
+  checkCreated,
   conformanceSuite,
   contentsPath,
-  expectedLocation,
   get,
-  join2,
   post,
   put,
-  type BothRes,
   type Req
 } from '../support/compare';
 
@@ -20,34 +16,23 @@ const env = conformanceSuite();
 
 const copy = (to: string, from: string): Req => post(to, { copy_from: from });
 
-/** Upstream's `_check_created`, on Jupyter's answer (ours must equal it). */
-function checkCreated(r: BothRes, dir: string, name: string, type = 'notebook'): void {
-  const fpath = join2(dir, name);
-  expect(r.jupyter.status).toBe(201);
-  expect(r.jupyter.headers.location).toBe(expectedLocation(env.jupyter.baseUrl, fpath));
-  expect(r.jupyter.json).toMatchObject({ name, path: fpath, type });
-  const os = join(env.root('jupyter'), fpath);
-  expect(existsSync(os)).toBe(true);
-  expect(statSync(os).isDirectory()).toBe(type === 'directory');
-}
-
 describe('copy (test_api.py)', () => {
   test('test_copy', async () => {
-    checkCreated(await env.both(copy('å b', 'å b/ç d.ipynb')), 'å b', 'ç d-Copy1.ipynb');
-    checkCreated(await env.both(copy('å b', 'å b/ç d.ipynb')), 'å b', 'ç d-Copy2.ipynb');
-    checkCreated(await env.both(copy('å b', 'å b/ç d-Copy2.ipynb')), 'å b', 'ç d-Copy3.ipynb');
+    checkCreated(env, await env.both(copy('å b', 'å b/ç d.ipynb')), 'å b', 'ç d-Copy1.ipynb');
+    checkCreated(env, await env.both(copy('å b', 'å b/ç d.ipynb')), 'å b', 'ç d-Copy2.ipynb');
+    checkCreated(env, await env.both(copy('å b', 'å b/ç d-Copy2.ipynb')), 'å b', 'ç d-Copy3.ipynb');
   });
 
   test('test_copy_dir', async () => {
-    checkCreated(await env.both(copy('parent', 'foo')), 'parent', 'foo', 'directory');
-    checkCreated(await env.both(copy('parent', 'foo')), 'parent', 'foo-Copy1', 'directory');
+    checkCreated(env, await env.both(copy('parent', 'foo')), 'parent', 'foo', 'directory');
+    checkCreated(env, await env.both(copy('parent', 'foo')), 'parent', 'foo-Copy1', 'directory');
     await env.both(get('parent'));
     await env.both(get('parent/foo/bar'));
   });
 
   test('test_copy_path', async () => {
-    checkCreated(await env.both(copy('å b', 'foo/a.ipynb')), 'å b', 'a.ipynb');
-    checkCreated(await env.both(copy('å b', 'foo/a.ipynb')), 'å b', 'a-Copy1.ipynb');
+    checkCreated(env, await env.both(copy('å b', 'foo/a.ipynb')), 'å b', 'a.ipynb');
+    checkCreated(env, await env.both(copy('å b', 'foo/a.ipynb')), 'å b', 'a-Copy1.ipynb');
   });
 
   test('test_copy_put_400', async () => {
@@ -81,29 +66,53 @@ describe('copy (test_api.py)', () => {
 
 describe('copy naming', () => {
   test('-Copy counters for files, compound extensions, names without extension', async () => {
-    checkCreated(await env.both(copy('foo', 'foo/a.txt')), 'foo', 'a-Copy1.txt', 'file');
-    checkCreated(await env.both(copy('foo', 'foo/a.txt')), 'foo', 'a-Copy2.txt', 'file');
-    checkCreated(await env.both(copy('foo', 'foo/a-Copy1.txt')), 'foo', 'a-Copy3.txt', 'file');
+    checkCreated(env, await env.both(copy('foo', 'foo/a.txt')), 'foo', 'a-Copy1.txt', 'file');
+    checkCreated(env, await env.both(copy('foo', 'foo/a.txt')), 'foo', 'a-Copy2.txt', 'file');
+    checkCreated(env, await env.both(copy('foo', 'foo/a-Copy1.txt')), 'foo', 'a-Copy3.txt', 'file');
     await env.writeBoth('arch/a.tar.gz', Buffer.from([0x1f, 0x8b, 0x08, 0x00]));
     await env.writeBoth('arch/README', 'no extension');
     await env.writeBoth(
       'arch/v1.2.ipynb',
       '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
     );
-    checkCreated(await env.both(copy('arch', 'arch/a.tar.gz')), 'arch', 'a-Copy1.tar.gz', 'file');
-    checkCreated(await env.both(copy('arch', 'arch/a.tar.gz')), 'arch', 'a-Copy2.tar.gz', 'file');
-    checkCreated(await env.both(copy('arch', 'arch/README')), 'arch', 'README-Copy1', 'file');
-    checkCreated(await env.both(copy('arch', 'arch/v1.2.ipynb')), 'arch', 'v1.2-Copy1.ipynb');
-    checkCreated(await env.both(copy('arch', 'arch/v1.2-Copy1.ipynb')), 'arch', 'v1.2-Copy2.ipynb');
+    checkCreated(
+      env,
+      await env.both(copy('arch', 'arch/a.tar.gz')),
+      'arch',
+      'a-Copy1.tar.gz',
+      'file'
+    );
+    checkCreated(
+      env,
+      await env.both(copy('arch', 'arch/a.tar.gz')),
+      'arch',
+      'a-Copy2.tar.gz',
+      'file'
+    );
+    checkCreated(env, await env.both(copy('arch', 'arch/README')), 'arch', 'README-Copy1', 'file');
+    checkCreated(env, await env.both(copy('arch', 'arch/v1.2.ipynb')), 'arch', 'v1.2-Copy1.ipynb');
+    checkCreated(
+      env,
+      await env.both(copy('arch', 'arch/v1.2-Copy1.ipynb')),
+      'arch',
+      'v1.2-Copy2.ipynb'
+    );
     // The name is kept in another directory where it is free.
-    checkCreated(await env.both(copy('', 'arch/a.tar.gz')), '', 'a.tar.gz', 'file');
-    checkCreated(await env.both(copy('', 'arch/a-Copy2.tar.gz')), '', 'a-Copy1.tar.gz', 'file');
+    checkCreated(env, await env.both(copy('', 'arch/a.tar.gz')), '', 'a.tar.gz', 'file');
+    checkCreated(
+      env,
+      await env.both(copy('', 'arch/a-Copy2.tar.gz')),
+      '',
+      'a-Copy1.tar.gz',
+      'file'
+    );
     await env.both(get('arch'));
     await env.both(get(''));
   });
 
   test('copy to an exact new path, onto an existing file, from a missing source', async () => {
     checkCreated(
+      env,
       await env.both(copy('foo/exact copy.ipynb', 'foo/a.ipynb')),
       'foo',
       'exact copy.ipynb'
@@ -118,19 +127,22 @@ describe('copy naming', () => {
 
   test('copies of unicode, special and binary files', async () => {
     checkCreated(
+      env,
       await env.both(copy('special ünï cødé', "special ünï cødé/quote !'()*.txt")),
       'special ünï cødé',
       "quote !'()*-Copy1.txt",
       'file'
     );
     checkCreated(
+      env,
       await env.both(copy('special ünï cødé', 'special ünï cødé/cafe\u0301 nfd.txt')),
       'special ünï cødé',
       'cafe\u0301 nfd-Copy1.txt',
       'file'
     );
-    checkCreated(await env.both(copy('', 'large.bin')), '', 'large-Copy1.bin', 'file');
+    checkCreated(env, await env.both(copy('', 'large.bin')), '', 'large-Copy1.bin', 'file');
     checkCreated(
+      env,
       await env.both(copy('unicodé', 'unicodé/innonascii.blob')),
       'unicodé',
       'innonascii-Copy1.blob',
@@ -149,7 +161,7 @@ describe('copy naming', () => {
     });
     expect(cp.jupyter.status).toBe(201);
     await env.writeBoth('withcp/sub/deep.txt', 'deep');
-    checkCreated(await env.both(copy('', 'withcp')), '', 'withcp-Copy1', 'directory');
+    checkCreated(env, await env.both(copy('', 'withcp')), '', 'withcp-Copy1', 'directory');
     await env.both(get('withcp-Copy1'));
     await env.both(get('withcp-Copy1/sub/deep.txt'));
   });
@@ -158,7 +170,7 @@ describe('copy naming', () => {
     const notebook =
       '{\n "cells": [\n  {\n   "cell_type": "markdown",\n   "id": "abc",\n   "metadata": {},\n   "source": [\n    "# Hi\\n",\n    "there"\n   ]\n  }\n ],\n "metadata": {},\n "nbformat": 4,\n "nbformat_minor": 5\n}\n';
     await env.writeBoth('bytes/nb.ipynb', notebook);
-    checkCreated(await env.both(copy('bytes', 'bytes/nb.ipynb')), 'bytes', 'nb-Copy1.ipynb');
+    checkCreated(env, await env.both(copy('bytes', 'bytes/nb.ipynb')), 'bytes', 'nb-Copy1.ipynb');
     await env.both(get('bytes/nb-Copy1.ipynb', 'hash=1'));
   });
 });

@@ -2,32 +2,18 @@
  * Differential conformance: creation (upstream test_api.py's create tests), untitled naming,
  * uploads of text, base64, notebooks and directories, unicode and URL-special names, large files.
  */
-import { existsSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import {
+  checkCreated,
   conformanceSuite,
   contentsPath,
   expectedLocation,
   get,
-  join2,
   post,
-  put,
-  type BothRes
+  put
 } from '../support/compare';
 import { pseudoRandomBytes } from '../support/tree';
 
 const env = conformanceSuite();
-
-/** Upstream's `_check_created`, on Jupyter's answer (ours must equal it). */
-function checkCreated(r: BothRes, dir: string, name: string, type = 'notebook'): void {
-  const fpath = join2(dir, name);
-  expect(r.jupyter.status).toBe(201);
-  expect(r.jupyter.headers.location).toBe(expectedLocation(env.jupyter.baseUrl, fpath));
-  expect(r.jupyter.json).toMatchObject({ name, path: fpath, type });
-  const os = join(env.root('jupyter'), fpath);
-  expect(existsSync(os)).toBe(true);
-  expect(statSync(os).isDirectory()).toBe(type === 'directory');
-}
 
 /** nbformat.v4.new_notebook() as JSON. */
 const newNotebook = (): Record<string, unknown> => ({
@@ -47,14 +33,20 @@ function encodebytes(bytes: Buffer): string {
 
 describe('create (test_api.py)', () => {
   test('test_create_untitled', async () => {
-    checkCreated(await env.both(post('å b', { ext: '.ipynb' })), 'å b', 'Untitled.ipynb');
-    checkCreated(await env.both(post('å b', { ext: '.ipynb' })), 'å b', 'Untitled1.ipynb');
-    checkCreated(await env.both(post('foo/bar', { ext: '.ipynb' })), 'foo/bar', 'Untitled.ipynb');
-    checkCreated(await env.both(post('foo/bar')), 'foo/bar', 'untitled', 'file');
+    checkCreated(env, await env.both(post('å b', { ext: '.ipynb' })), 'å b', 'Untitled.ipynb');
+    checkCreated(env, await env.both(post('å b', { ext: '.ipynb' })), 'å b', 'Untitled1.ipynb');
+    checkCreated(
+      env,
+      await env.both(post('foo/bar', { ext: '.ipynb' })),
+      'foo/bar',
+      'Untitled.ipynb'
+    );
+    checkCreated(env, await env.both(post('foo/bar')), 'foo/bar', 'untitled', 'file');
   });
 
   test('test_create_untitled_txt', async () => {
     checkCreated(
+      env,
       await env.both(post('foo/bar', { ext: '.txt' })),
       'foo/bar',
       'untitled.txt',
@@ -68,23 +60,26 @@ describe('create (test_api.py)', () => {
     const r = await env.both(
       put('å b/Upload tést.ipynb', { content: newNotebook(), type: 'notebook' })
     );
-    checkCreated(r, 'å b', 'Upload tést.ipynb');
+    checkCreated(env, r, 'å b', 'Upload tést.ipynb');
   });
 
   test('test_mkdir_untitled', async () => {
     checkCreated(
+      env,
       await env.both(post('å b', { type: 'directory' })),
       'å b',
       'Untitled Folder',
       'directory'
     );
     checkCreated(
+      env,
       await env.both(post('å b', { type: 'directory' })),
       'å b',
       'Untitled Folder 1',
       'directory'
     );
     checkCreated(
+      env,
       await env.both(post('foo/bar', { type: 'directory' })),
       'foo/bar',
       'Untitled Folder',
@@ -94,6 +89,7 @@ describe('create (test_api.py)', () => {
 
   test('test_mkdir', async () => {
     checkCreated(
+      env,
       await env.both(put('å b/New ∂ir', { type: 'directory' })),
       'å b',
       'New ∂ir',
@@ -172,7 +168,7 @@ describe('untitled naming', () => {
       [{ type: '' }, 'untitled4', 'file']
     ];
     for (const [body, name, type] of expected)
-      checkCreated(await env.both(post('naming', body)), 'naming', name, type);
+      checkCreated(env, await env.both(post('naming', body)), 'naming', name, type);
     await env.both(get('naming'));
   });
 
@@ -181,24 +177,42 @@ describe('untitled naming', () => {
     await env.writeBoth('gaps/Untitled1.ipynb', '{}');
     await env.writeBoth('gaps/untitled.txt', '');
     await env.writeBoth('gaps/untitled2.txt', '');
-    checkCreated(await env.both(post('gaps', { type: 'notebook' })), 'gaps', 'Untitled.ipynb');
-    checkCreated(await env.both(post('gaps', { type: 'notebook' })), 'gaps', 'Untitled2.ipynb');
-    checkCreated(await env.both(post('gaps', { ext: '.txt' })), 'gaps', 'untitled1.txt', 'file');
-    checkCreated(await env.both(post('gaps', { ext: '.txt' })), 'gaps', 'untitled3.txt', 'file');
+    checkCreated(env, await env.both(post('gaps', { type: 'notebook' })), 'gaps', 'Untitled.ipynb');
+    checkCreated(
+      env,
+      await env.both(post('gaps', { type: 'notebook' })),
+      'gaps',
+      'Untitled2.ipynb'
+    );
+    checkCreated(
+      env,
+      await env.both(post('gaps', { ext: '.txt' })),
+      'gaps',
+      'untitled1.txt',
+      'file'
+    );
+    checkCreated(
+      env,
+      await env.both(post('gaps', { ext: '.txt' })),
+      'gaps',
+      'untitled3.txt',
+      'file'
+    );
     const del = await env.both({ method: 'DELETE', path: contentsPath('gaps/Untitled.ipynb') });
     expect(del.jupyter.status).toBe(204);
-    checkCreated(await env.both(post('gaps', { type: 'notebook' })), 'gaps', 'Untitled.ipynb');
+    checkCreated(env, await env.both(post('gaps', { type: 'notebook' })), 'gaps', 'Untitled.ipynb');
   });
 
   test('PUT without a body creates an untitled file in the directory', async () => {
-    checkCreated(await env.both(put('foo')), 'foo', 'untitled', 'file');
+    checkCreated(env, await env.both(put('foo')), 'foo', 'untitled', 'file');
     checkCreated(
+      env,
       await env.both({ method: 'POST', path: contentsPath('foo') }),
       'foo',
       'untitled1',
       'file'
     );
-    checkCreated(await env.both(post('', { type: 'notebook' })), '', 'Untitled.ipynb');
+    checkCreated(env, await env.both(post('', { type: 'notebook' })), '', 'Untitled.ipynb');
   });
 
   test('untitled in a missing directory, in a file, in a hidden directory', async () => {

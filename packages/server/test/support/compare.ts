@@ -8,7 +8,7 @@
  * without a stack trace; our sandbox (the parent of our root) must never change.
  */
 import { createHash } from 'node:crypto';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, existsSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -1080,3 +1080,23 @@ export const patch = (apiPath: string, json?: unknown): Req => ({
 
 /** `DELETE {base}api/contents/<path>`. */
 export const del = (apiPath: string): Req => ({ method: 'DELETE', path: contentsPath(apiPath) });
+
+/**
+ * Upstream's `_check_created`, on Jupyter's answer (ours must equal it): 201, the exact
+ * Location, the model's name, path and type, and the item on disk.
+ */
+export function checkCreated(
+  env: Conformance,
+  r: BothRes,
+  dir: string,
+  name: string,
+  type = 'notebook'
+): void {
+  const apiPath = join2(dir, name);
+  expect(r.jupyter.status).toBe(201);
+  expect(r.jupyter.headers.location).toBe(expectedLocation(env.jupyter.baseUrl, apiPath));
+  expect(r.jupyter.json).toMatchObject({ name, path: apiPath, type });
+  const osPath = join(env.root('jupyter'), apiPath);
+  expect(existsSync(osPath)).toBe(true);
+  expect(statSync(osPath).isDirectory()).toBe(type === 'directory');
+}
