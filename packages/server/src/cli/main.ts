@@ -2,63 +2,84 @@
 import { mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { parseArgs } from 'node:util';
 import { createApp } from '../app';
 import type { ContentsManager } from '../contents/manager';
+import { packageVersion } from '../version';
+import { describeFlags, parseFlags, UsageError, type FlagSpec } from './flags';
+import { runLab, runServe } from './gatewayCommands';
 
-const USAGE = `Usage: jupyter-store contents [options]
+const USAGE = `Usage: jupyter-store <command> [options]    (or: jupyter store <command> …)
+
+Commands:
+  lab        start JupyterLab behind the jupyter-store gateway
+  serve      put the gateway in front of a Jupyter Server that is already running
+  contents   serve only the contents API over a directory, on loopback, without auth
+
+Run 'jupyter-store <command> --help' for a command's options.
+  -h, --help      show this help
+  --version       show the version
+`;
+
+const CONTENTS_FLAGS = {
+  'root-dir': {
+    type: 'string',
+    help: 'directory to serve (default: a new temporary directory)',
+    value: 'DIR'
+  },
+  port: {
+    type: 'string',
+    help: 'port to listen on (default: 8888; 0 picks a free one)',
+    value: 'N'
+  },
+  ip: { type: 'string', help: 'loopback address to bind (default: 127.0.0.1)', value: 'ADDR' },
+  'base-url': { type: 'string', help: 'Jupyter base_url (default: /)', value: 'URL' },
+  help: { type: 'boolean', short: 'h', help: 'show this help' }
+} satisfies FlagSpec;
+
+const CONTENTS_USAGE = `Usage: jupyter-store contents [options]
 
 Serve the Jupyter-compatible contents API over a directory (no authentication:
 it binds to loopback only).
 
 Options:
-  --root-dir DIR   directory to serve (default: a new temporary directory)
-  --port N         port to listen on (default: 8888; 0 picks a free one)
-  --ip ADDR        loopback address to bind (default: 127.0.0.1)
-  --base-url URL   Jupyter base_url (default: /)
-  -h, --help       show this help
-`;
+${describeFlags(CONTENTS_FLAGS)}`;
 
-/** Print a one-line usage error and exit 2, as the CLI promises for every bad flag. */
-function usageError(message: string): never {
-  process.stderr.write(`jupyter-store: ${message} (see --help)\n`);
-  process.exit(2);
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case undefined:
+    case '-h':
+    case '--help':
+      process.stdout.write(USAGE);
+      return;
+    case '--version':
+      process.stdout.write(`${packageVersion()}\n`);
+      return;
+    case 'lab':
+      return runLab(rest);
+    case 'serve':
+      return runServe(rest);
+    case 'contents':
+      return runContents(rest);
+    default:
+      throw new UsageError(`unknown command '${command}'`);
+  }
 }
 
-function main(argv: string[]): void {
-  const [command, ...rest] = argv;
-  if (command === undefined || command === '-h' || command === '--help') {
-    process.stdout.write(USAGE);
-    return;
-  }
-  if (command !== 'contents') usageError(`unknown command '${command}'`);
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({
-      args: rest,
-      options: {
-        'root-dir': { type: 'string' },
-        port: { type: 'string' },
-        ip: { type: 'string' },
-        'base-url': { type: 'string' },
-        help: { type: 'boolean', short: 'h' }
-      },
-      strict: true,
-      allowPositionals: false
-    }));
-  } catch (error) {
-    usageError((error as Error).message.split('\n')[0]);
-  }
+/** `jupyter-store contents`: the contents API alone, for tests and benchmarks. */
+function runContents(argv: readonly string[]): void {
+  const { values } = parseFlags(argv, CONTENTS_FLAGS);
   if (values.help) {
-    process.stdout.write(USAGE);
+    process.stdout.write(CONTENTS_USAGE);
     return;
   }
   const port = values.port === undefined ? 8888 : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    usageError(`--port: '${values.port}' is not a port`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new UsageError(`--port: '${values.port}' is not a port`);
+  }
   const ip = (values.ip as string | undefined) ?? '127.0.0.1';
   if (!/^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(ip)) {
-    usageError(
+    throw new UsageError(
       `--ip: '${ip}' is not a loopback address; the contents server has no authentication`
     );
   }
@@ -88,4 +109,12 @@ function main(argv: string[]): void {
   process.once('SIGTERM', stop);
 }
 
-main(process.argv.slice(2));
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError) {
+    // One line naming the flag, and exit status 2, for every way of calling a command wrongly.
+    process.stderr.write(`jupyter-store: ${error.message} (see --help)\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`jupyter-store: ${(error as Error).message}\n`);
+  process.exit(1);
+});

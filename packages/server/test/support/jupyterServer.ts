@@ -106,8 +106,8 @@ export function normaliseBaseUrl(baseUrl: string | undefined): string {
 
 const sleep = (ms: number): Promise<void> => new Promise(r => setTimeout(r, ms));
 
-/** Environment for the child: the caller's, minus anything that would point Jupyter elsewhere. */
-function isolatedEnv(state: {
+/** Environment for a child: the caller's, minus anything that would point Jupyter elsewhere. */
+export function isolatedEnv(state: {
   home: string;
   config: string;
   data: string;

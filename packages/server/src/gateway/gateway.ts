@@ -1,0 +1,219 @@
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type * as net from 'node:net';
+import express, { type Express, type RequestHandler } from 'express';
+import { createNotary, normalizeBaseUrl } from '../app';
+import { ContentsManager } from '../contents/manager';
+import { createContentsRouter } from '../contents/router';
+import { jupyterDataDir } from '../contents/trust';
+import { errorHandler, sendError } from '../http/errors';
+import {
+  Authenticator,
+  DEFAULT_REQUEST_CHECKS,
+  requireJupyterAuth,
+  type IRequestChecks
+} from './auth';
+import { logRequest, type Logger } from './logger';
+import { UpstreamProxy } from './proxy';
+import type { UpstreamAddress } from './upstream';
+
+/**
+ * The one front door: answers the contents API (and, as they are added, the store API and the
+ * landing pages) itself, behind Jupyter's own authentication, and passes everything else, HTTP
+ * and websockets, to the Jupyter Server behind it.
+ *
+ * #### Notes
+ * Requests are dispatched on the raw path before express sees them, so proxied traffic is never
+ * parsed, buffered or rewritten. A path is ours when it is one of {@link Gateway.ownedPrefixes}
+ * or lies below one, compared case-sensitively on the still-encoded path exactly as tornado
+ * routes: whatever Jupyter would treat as its contents API, we answer.
+ */
+export class Gateway {
+  constructor(options: Gateway.IOptions) {
+    this.baseUrl = normalizeBaseUrl(options.baseUrl ?? '/');
+    this.log = options.log;
+    this.manager =
+      options.manager ??
+      new ContentsManager({
+        rootDir: options.rootDir,
+        notary: createNotary(options.jupyterDataDir ?? jupyterDataDir()),
+        log: message => this.log.warn(message),
+        ...options.contents
+      });
+    this.proxy = new UpstreamProxy({ upstream: options.upstream, log: this.log });
+    this.authenticator = new Authenticator({
+      upstream: options.upstream,
+      baseUrl: this.baseUrl,
+      ttlMs: options.authTtlMs,
+      log: this.log
+    });
+    const checks = { ...DEFAULT_REQUEST_CHECKS, ...options.checks };
+    this.requireAuth = requireJupyterAuth(this.authenticator, checks);
+    this.app = express();
+    this.app.disable('x-powered-by');
+    this.app.set('etag', false);
+    this.app.set('case sensitive routing', true);
+    this.app.set('strict routing', true);
+    this._errorHandler = errorHandler((message, error) => this.log.error({ err: error }, message));
+    this.mount(
+      'api/contents',
+      createContentsRouter({ manager: this.manager, baseUrl: this.baseUrl })
+    );
+    this.server = http.createServer({ requestTimeout: 0 }, (request, response) =>
+      this._dispatch(request, response)
+    );
+    this.server.on('upgrade', (request: http.IncomingMessage, socket: net.Socket, head: Buffer) =>
+      this._upgrade(request, socket, head)
+    );
+  }
+
+  /** Jupyter's base_url, normalised to start and end with `/`. */
+  readonly baseUrl: string;
+  /** The express application holding the gateway's own routes. */
+  readonly app: Express;
+  /** The HTTP server: own routes, proxied requests and websocket upgrades. */
+  readonly server: http.Server;
+  /** The contents manager behind `{base}api/contents`. */
+  readonly manager: ContentsManager;
+  /** Asks the upstream who a caller is. */
+  readonly authenticator: Authenticator;
+  /** Middleware guarding a route as Jupyter guards its API handlers. */
+  readonly requireAuth: RequestHandler;
+  /** Passes other requests to the upstream. */
+  readonly proxy: UpstreamProxy;
+  readonly log: Logger;
+
+  /** Path prefixes (below base_url, still URL-encoded) that the gateway answers itself. */
+  get ownedPrefixes(): readonly string[] {
+    return this._ownedPrefixes;
+  }
+
+  /**
+   * Mount another router of ours at `{base}<relativePath>`, behind Jupyter's auth unless
+   * `public` (landing pages do their own redirect to the login page).
+   */
+  mount(relativePath: string, router: RequestHandler, options: { public?: boolean } = {}): void {
+    const prefix = `${this.baseUrl}${relativePath.replace(/^\/+|\/+$/g, '')}`;
+    this._ownedPrefixes.push(prefix);
+    if (options.public) this.app.use(prefix, router, this._errorHandler);
+    else this.app.use(prefix, this.requireAuth, router, this._errorHandler);
+  }
+
+  /**
+   * Register work to finish before the gateway closes (the archive queue's flush, for example).
+   * Hooks run after requests have drained, in registration order.
+   */
+  onShutdown(hook: () => Promise<void>): void {
+    this._shutdownHooks.push(hook);
+  }
+
+  /** Start listening; resolves with the bound address. */
+  listen(port: number, host: string): Promise<AddressInfo> {
+    return new Promise((resolve, reject) => {
+      const onError = (error: Error): void => reject(error);
+      this.server.once('error', onError);
+      this.server.listen(port, host, () => {
+        this.server.off('error', onError);
+        resolve(this.server.address() as AddressInfo);
+      });
+    });
+  }
+
+  /**
+   * Shut down gracefully: stop accepting, let requests in flight finish (at most `drainTimeoutMs`,
+   * then cut them), close websockets, run the shutdown hooks, close upstream connections.
+   */
+  async close(options: { drainTimeoutMs?: number } = {}): Promise<void> {
+    if (this._closing) return this._closing;
+    this._closing = (async () => {
+      const closed = new Promise<void>(resolve => this.server.close(() => resolve()));
+      this.server.closeIdleConnections();
+      for (const socket of this._upgradedSockets) socket.destroy();
+      const drainTimeoutMs = options.drainTimeoutMs ?? 10_000;
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>(resolve => {
+        timer = setTimeout(() => resolve('timeout'), drainTimeoutMs);
+      });
+      if ((await Promise.race([closed, timedOut])) === 'timeout') {
+        this.log.warn({ drainTimeoutMs }, 'requests still running at shutdown were cut');
+        this.server.closeAllConnections();
+        await closed;
+      }
+      clearTimeout(timer);
+      for (const hook of this._shutdownHooks) {
+        try {
+          await hook();
+        } catch (error) {
+          this.log.error({ err: error }, 'a shutdown task failed');
+        }
+      }
+      this.proxy.close();
+    })();
+    return this._closing;
+  }
+
+  /** Is this raw request path one of ours? */
+  owns(rawPath: string): boolean {
+    return this._ownedPrefixes.some(
+      prefix => rawPath === prefix || rawPath.startsWith(`${prefix}/`)
+    );
+  }
+
+  private _dispatch(request: http.IncomingMessage, response: http.ServerResponse): void {
+    const startedAt = process.hrtime.bigint();
+    const rawPath = (request.url ?? '/').split('?', 1)[0];
+    const ours = this.owns(rawPath);
+    response.once('finish', () =>
+      logRequest(this.log, request, response.statusCode, startedAt, ours ? 'gateway' : 'upstream')
+    );
+    if (ours) {
+      // Reached when no route of ours answered: a JSON 404, never express's HTML page.
+      this.app(request as express.Request, response as express.Response, () =>
+        sendError(response as express.Response, 404, 'Not Found', 'no such route')
+      );
+    } else this.proxy.web(request, response);
+  }
+
+  private _upgrade(request: http.IncomingMessage, socket: net.Socket, head: Buffer): void {
+    this._upgradedSockets.add(socket);
+    socket.once('close', () => this._upgradedSockets.delete(socket));
+    const rawPath = (request.url ?? '/').split('?', 1)[0];
+    if (this.owns(rawPath) || this._closing) {
+      socket.end(
+        this._closing
+          ? 'HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\n'
+          : 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n'
+      );
+      return;
+    }
+    this.proxy.ws(request, socket, head);
+  }
+
+  private readonly _ownedPrefixes: string[] = [];
+  private readonly _shutdownHooks: Array<() => Promise<void>> = [];
+  private readonly _upgradedSockets = new Set<net.Socket>();
+  private _closing: Promise<void> | undefined;
+  private readonly _errorHandler: express.ErrorRequestHandler;
+}
+
+export namespace Gateway {
+  export interface IOptions {
+    /** The directory served, shared with the Jupyter Server behind. */
+    rootDir: string;
+    /** Jupyter's base_url, shared with the Jupyter Server behind; default `/`. */
+    baseUrl?: string;
+    /** Where the Jupyter Server listens. */
+    upstream: UpstreamAddress;
+    /** Host, Origin and XSRF settings, as the Jupyter Server behind has them. */
+    checks?: Partial<IRequestChecks>;
+    log: Logger;
+    /** How long an authentication answer is reused; default 5 s. */
+    authTtlMs?: number;
+    /** The Jupyter data directory holding the notary's secret and database. */
+    jupyterDataDir?: string;
+    /** Further contents-manager settings. */
+    contents?: Partial<Omit<ContentsManager.IOptions, 'rootDir' | 'notary'>>;
+    /** A ready contents manager, instead of one built from the options. */
+    manager?: ContentsManager;
+  }
+}

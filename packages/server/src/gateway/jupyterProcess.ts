@@ -1,0 +1,309 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as readline from 'node:readline';
+import type { Logger } from './logger';
+import { scrubUrl } from './logger';
+import { requestUpstream, type UpstreamAddress } from './upstream';
+
+/** How a Jupyter process ended. */
+export interface IExit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+/**
+ * A JupyterLab server started by the gateway as its upstream: bound to a unix socket (mode 0600)
+ * or to a free loopback port, sharing the gateway's root_dir, base_url and token.
+ *
+ * #### Notes
+ * The process runs in its own process group, so a Ctrl-C in the terminal reaches only the
+ * gateway, which then drains its requests before it stops Jupyter (SIGTERM, which makes Jupyter
+ * shut its kernels down; SIGKILL to the group after a grace period).
+ */
+export class JupyterProcess {
+  private constructor(
+    child: ChildProcess,
+    readonly address: UpstreamAddress,
+    private readonly _scratchDir: string,
+    private readonly _log: Logger,
+    private readonly _state: { stopping: boolean }
+  ) {
+    this.pid = child.pid as number;
+    this.exited = new Promise(resolve => {
+      child.once('exit', (code, signal) => {
+        this._exit = { code, signal };
+        fs.rmSync(this._scratchDir, { recursive: true, force: true });
+        resolve(this._exit);
+      });
+    });
+    // If the gateway itself dies without a graceful stop, Jupyter must not outlive it.
+    this._onProcessExit = () => {
+      if (!this._exit) killQuietly(this.pid, 'SIGTERM');
+    };
+    process.once('exit', this._onProcessExit);
+  }
+
+  /**
+   * Start `jupyter lab` and wait until it answers `GET {base}api`.
+   *
+   * @throws Error when the executable cannot start, exits early or is not ready in time.
+   */
+  static async start(options: JupyterProcess.IOptions): Promise<JupyterProcess> {
+    const scratchDir = fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-store-'));
+    fs.chmodSync(scratchDir, 0o700);
+    const address: UpstreamAddress =
+      options.transport === 'tcp'
+        ? { kind: 'tcp', host: '127.0.0.1', port: await freeLoopbackPort() }
+        : { kind: 'unix', socketPath: path.join(scratchDir, 'jupyter.sock') };
+    const args = ['lab', ...jupyterArguments(options, address)];
+    const env: NodeJS.ProcessEnv = { ...process.env, ...options.env };
+    // The token goes through the environment, never the command line that `ps` shows.
+    if (options.token) env.JUPYTER_TOKEN = options.token;
+    else delete env.JUPYTER_TOKEN;
+    if (options.pathPrepend?.length) {
+      env.PATH = [...options.pathPrepend, env.PATH ?? ''].join(path.delimiter);
+    }
+    const child = spawn(options.jupyter, args, {
+      cwd: options.rootDir,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe']
+    });
+    const startError = new Promise<Error>(resolve => child.once('error', resolve));
+    const log = options.log.child({ component: 'jupyter' });
+    const state = { stopping: false };
+    relayOutput(child, log, options.token, () => state.stopping);
+    const started = await Promise.race([
+      startError,
+      new Promise<'spawned'>(resolve => child.once('spawn', () => resolve('spawned')))
+    ]);
+    if (started instanceof Error) {
+      fs.rmSync(scratchDir, { recursive: true, force: true });
+      throw new Error(`cannot run '${options.jupyter}': ${started.message}`);
+    }
+    const jupyter = new JupyterProcess(child, address, scratchDir, options.log, state);
+    try {
+      await jupyter._waitUntilReady(options.baseUrl, options.readyTimeoutMs ?? 120_000);
+    } catch (error) {
+      await jupyter.stop(5000);
+      throw error;
+    }
+    return jupyter;
+  }
+
+  /** The process id of `jupyter lab` (the launcher execs, so this is the server's own pid). */
+  readonly pid: number;
+  /** Resolves when the process has ended, however it ended. */
+  readonly exited: Promise<IExit>;
+
+  /** Has the process ended? */
+  get running(): boolean {
+    return this._exit === undefined;
+  }
+
+  /**
+   * Stop Jupyter: SIGTERM (it shuts its kernels and terminals down), then SIGKILL to its whole
+   * process group after `graceMs`.
+   */
+  async stop(graceMs = 20_000): Promise<IExit> {
+    process.off('exit', this._onProcessExit);
+    if (this._exit) return this._exit;
+    this._state.stopping = true;
+    killQuietly(this.pid, 'SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const forced = new Promise<'timeout'>(resolve => {
+      timer = setTimeout(() => resolve('timeout'), graceMs);
+    });
+    if ((await Promise.race([this.exited, forced])) === 'timeout') {
+      this._log.warn({ pid: this.pid, graceMs }, 'Jupyter did not stop in time; killing it');
+      killQuietly(-this.pid, 'SIGKILL');
+    }
+    clearTimeout(timer);
+    return this.exited;
+  }
+
+  private async _waitUntilReady(baseUrl: string, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (this._exit) {
+        throw new Error(
+          `Jupyter exited during start-up (${describeExit(this._exit)}); its messages are above`
+        );
+      }
+      try {
+        const answer = await requestUpstream(this.address, {
+          path: `${baseUrl}api`,
+          timeoutMs: 2000
+        });
+        if (answer.status === 200) return;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) {
+        throw new Error(`Jupyter did not answer within ${Math.round(timeoutMs / 1000)} s`);
+      }
+      await new Promise(resolve => setTimeout(resolve, 100));
+    }
+  }
+
+  private _exit: IExit | undefined;
+  private readonly _onProcessExit: () => void;
+}
+
+export namespace JupyterProcess {
+  export interface IOptions {
+    /** The `jupyter` executable. */
+    jupyter: string;
+    rootDir: string;
+    /** Normalised base_url. */
+    baseUrl: string;
+    /** The shared token, or null for a server without authentication. */
+    token: string | null;
+    /** `unix` (default): a socket only this user can open; `tcp`: a free loopback port. */
+    transport: 'unix' | 'tcp';
+    /** `ServerApp.allow_remote_access`, matching the gateway's own binding. */
+    allowRemoteAccess: boolean;
+    /** `ServerApp.disable_check_xsrf` (only with no authentication). */
+    disableCheckXsrf: boolean;
+    /** `ServerApp.allow_root`: Jupyter refuses to run as root without it. */
+    allowRoot?: boolean;
+    /** A Jupyter config file (`--config`). */
+    configFile?: string;
+    /** Directories with prebuilt Lab extensions to load (`LabApp.extra_labextensions_path`). */
+    labextensionsPaths?: readonly string[];
+    /** Directories put first on the server's (and so its kernels') PATH. */
+    pathPrepend?: readonly string[];
+    /** Arguments passed to `jupyter lab` after ours. */
+    extraArgs?: readonly string[];
+    env?: NodeJS.ProcessEnv;
+    readyTimeoutMs?: number;
+    log: Logger;
+  }
+}
+
+/** The `jupyter lab` arguments that make it a hidden upstream of the gateway. */
+export function jupyterArguments(
+  options: Pick<
+    JupyterProcess.IOptions,
+    | 'rootDir'
+    | 'baseUrl'
+    | 'token'
+    | 'allowRemoteAccess'
+    | 'disableCheckXsrf'
+    | 'allowRoot'
+    | 'configFile'
+    | 'labextensionsPaths'
+    | 'extraArgs'
+  >,
+  address: UpstreamAddress
+): string[] {
+  const args = [
+    '--no-browser',
+    `--ServerApp.root_dir=${options.rootDir}`,
+    `--ServerApp.base_url=${options.baseUrl}`,
+    `--ServerApp.allow_remote_access=${options.allowRemoteAccess ? 'True' : 'False'}`
+  ];
+  if (address.kind === 'unix') {
+    args.push(`--ServerApp.sock=${address.socketPath}`, '--ServerApp.sock_mode=0600');
+  } else {
+    args.push(
+      `--ServerApp.ip=${address.host}`,
+      `--ServerApp.port=${address.port}`,
+      '--ServerApp.port_retries=0'
+    );
+  }
+  if (options.allowRoot) args.push('--ServerApp.allow_root=True');
+  if (options.token === null) args.push('--IdentityProvider.token=');
+  if (options.disableCheckXsrf) args.push('--ServerApp.disable_check_xsrf=True');
+  if (options.configFile) args.push(`--config=${options.configFile}`);
+  if (options.labextensionsPaths?.length) {
+    const list = options.labextensionsPaths.map(p => JSON.stringify(p)).join(',');
+    args.push(`--LabApp.extra_labextensions_path=[${list}]`);
+  }
+  args.push(...(options.extraArgs ?? []));
+  return args;
+}
+
+/**
+ * The `jupyter` to run: the first on PATH, else the one in the project's own virtual environment
+ * (`.venv` at the root of a checkout), else null.
+ */
+export function findJupyter(env: NodeJS.ProcessEnv = process.env): string | null {
+  const candidates = (env.PATH ?? '')
+    .split(path.delimiter)
+    .filter(Boolean)
+    .map(dir => path.join(dir, 'jupyter'));
+  candidates.push(path.resolve(__dirname, '..', '..', '..', '..', '.venv', 'bin', 'jupyter'));
+  for (const candidate of candidates) {
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      if (fs.statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not there
+    }
+  }
+  return null;
+}
+
+/** A free TCP port on 127.0.0.1, found by binding port 0 and letting it go. */
+export function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** "exit code 1" or "signal SIGKILL". */
+export function describeExit(exit: IExit): string {
+  return exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`;
+}
+
+/** Jupyter's log prefix: `[I 2026-11-22 10:00:00.000 ServerApp] message`. */
+const JUPYTER_LOG_LINE = /^\[([DIWEC]) [^\]]*\]\s?(.*)$/;
+
+/**
+ * Relay Jupyter's output into our log. Its info messages describe the hidden server (its own
+ * URL, its own banner), so they go to debug; its warnings and errors keep their level, except
+ * while we stop it (Jupyter reports the SIGTERM we sent as critical). Lines without a prefix
+ * (tracebacks) continue the previous message's level. Tokens are scrubbed.
+ */
+function relayOutput(
+  child: ChildProcess,
+  log: Logger,
+  token: string | null,
+  stopping: () => boolean
+): void {
+  let level: 'debug' | 'warn' | 'error' | 'fatal' = 'debug';
+  const levels = { D: 'debug', I: 'debug', W: 'warn', E: 'error', C: 'fatal' } as const;
+  const relay = (line: string): void => {
+    let text = scrubUrl(line);
+    if (token) text = text.split(token).join('<redacted>');
+    const match = JUPYTER_LOG_LINE.exec(text);
+    if (match) {
+      level = levels[match[1] as keyof typeof levels];
+      text = match[2];
+    }
+    if (text.trim() === '') return;
+    if (stopping() && level !== 'debug') log.info(text);
+    else log[level](text);
+  };
+  for (const stream of [child.stdout, child.stderr]) {
+    if (stream) readline.createInterface({ input: stream, crlfDelay: Infinity }).on('line', relay);
+  }
+}
+
+function killQuietly(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // already gone
+  }
+}

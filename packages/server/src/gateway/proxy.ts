@@ -1,0 +1,131 @@
+import * as http from 'node:http';
+import type * as net from 'node:net';
+import { createProxyServer, type ProxyServer } from 'http-proxy-3';
+import type { Logger } from './logger';
+import { describeUpstream, type UpstreamAddress } from './upstream';
+
+/** Network errors that only mean "the Jupyter server is not there": logged quietly. */
+const UPSTREAM_DOWN = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ETIMEDOUT',
+  'ENOENT',
+  'EPIPE',
+  'ECONNABORTED'
+]);
+
+/** The body of every "upstream down" answer. */
+const UNAVAILABLE_BODY = JSON.stringify({
+  message: 'The Jupyter server behind jupyter-store is not reachable',
+  reason: 'upstream unavailable'
+});
+
+/**
+ * Passes requests the gateway does not answer itself to the Jupyter Server, HTTP and websockets,
+ * unchanged: streamed without buffering, with the browser's Host and Origin kept (Jupyter's own
+ * Host, Origin and XSRF checks then see what the browser sent).
+ *
+ * #### Notes
+ * Built on http-proxy-3, whose websocket pass cleans up both sockets when either side goes away.
+ * Upstream connections are kept alive and pooled. When the upstream is down, HTTP requests get
+ * 503 with a JSON body and websocket upgrades get a bare 503 status line, then the socket is
+ * closed.
+ */
+export class UpstreamProxy {
+  constructor(options: UpstreamProxy.IOptions) {
+    this._log = options.log;
+    this._agent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 64 });
+    const target =
+      options.upstream.kind === 'unix'
+        ? { socketPath: options.upstream.socketPath, host: 'localhost', port: 0 }
+        : { host: options.upstream.host, port: options.upstream.port, protocol: 'http:' };
+    this._proxy = createProxyServer({
+      target,
+      agent: this._agent,
+      ws: true,
+      xfwd: true,
+      changeOrigin: false,
+      // Jupyter's redirects name the gateway's own host already, since Host is kept.
+      autoRewrite: false
+    });
+    this._description = describeUpstream(options.upstream);
+    // Without a listener http-proxy-3 would rethrow; errors are handled per call below.
+    this._proxy.on('error', () => undefined);
+    // Once the upgrade succeeded the socket carries websocket frames: no status line may follow.
+    this._proxy.on('proxyReqWs', (proxyRequest, _request, socket) => {
+      proxyRequest.on('upgrade', () => this._upgraded.add(socket));
+    });
+  }
+
+  /** Proxy one HTTP request. */
+  web(request: http.IncomingMessage, response: http.ServerResponse): void {
+    this._proxy.web(request, response, {}, error => this._failWeb(error, request, response));
+  }
+
+  /** Proxy one websocket upgrade. */
+  ws(request: http.IncomingMessage, socket: net.Socket, head: Buffer): void {
+    this._proxy.ws(request, socket, head, {}, error => {
+      this._logFailure(error, request);
+      if (!socket.destroyed && socket.writable && !this._upgraded.has(socket)) {
+        socket.write('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\n');
+      }
+    });
+  }
+
+  /** Close pooled upstream connections; in-flight streams end with their sockets. */
+  close(): void {
+    this._agent.destroy();
+    this._proxy.close();
+  }
+
+  /** Open upstream connections, free and busy: for leak checks. */
+  upstreamSocketCount(): number {
+    let count = 0;
+    for (const list of Object.values(this._agent.sockets)) count += list?.length ?? 0;
+    for (const list of Object.values(this._agent.freeSockets)) count += list?.length ?? 0;
+    return count;
+  }
+
+  private _failWeb(
+    error: Error,
+    request: http.IncomingMessage,
+    response: http.ServerResponse | net.Socket
+  ): void {
+    this._logFailure(error, request);
+    if (!(response instanceof http.ServerResponse)) return;
+    if (response.headersSent) {
+      // The answer was already streaming: cutting it is the only honest signal left.
+      response.destroy();
+      return;
+    }
+    response.writeHead(503, {
+      'Content-Type': 'application/json',
+      'Content-Length': Buffer.byteLength(UNAVAILABLE_BODY)
+    });
+    response.end(UNAVAILABLE_BODY);
+  }
+
+  private _logFailure(error: Error, request: http.IncomingMessage): void {
+    const code = (error as NodeJS.ErrnoException).code;
+    const entry = { upstream: this._description, method: request.method, code };
+    if (code !== undefined && UPSTREAM_DOWN.has(code)) {
+      this._log.warn(entry, 'Jupyter server unreachable');
+    } else {
+      this._log.error({ ...entry, err: error.message }, 'proxy error');
+    }
+  }
+
+  private readonly _log: Logger;
+  private readonly _agent: http.Agent;
+  private readonly _proxy: ProxyServer;
+  private readonly _description: string;
+  private readonly _upgraded = new WeakSet<net.Socket>();
+}
+
+export namespace UpstreamProxy {
+  export interface IOptions {
+    upstream: UpstreamAddress;
+    log: Logger;
+  }
+}
