@@ -391,8 +391,6 @@ class Lifecycle {
     );
     const query = token ? `?token=${encodeURIComponent(token)}` : '';
     const urls = [`${url}lab${query}`];
-    if (urlHost === '127.0.0.1')
-      urls.unshift(`http://localhost:${address.port}${common.baseUrl}lab${query}`);
     process.stdout.write(
       [
         `jupyter-store ${packageVersion()} is serving ${common.rootDir}`,
