@@ -138,6 +138,9 @@ export async function runLab(argv: readonly string[]): Promise<void> {
       : jupyterFlag.includes(path.sep)
         ? path.resolve(jupyterFlag)
         : jupyterFlag;
+  if (jupyter && jupyter.includes(path.sep) && !isExecutableFile(jupyter)) {
+    throw new UsageError(`--jupyter: '${jupyter}' is not an executable file`);
+  }
   if (!jupyter) {
     throw new UsageError(
       "--jupyter: no 'jupyter' on PATH and no project .venv; install JupyterLab or name it"
@@ -161,6 +164,8 @@ export async function runLab(argv: readonly string[]): Promise<void> {
       allowRemoteAccess: common.allowRemoteAccess,
       disableCheckXsrf: common.disableCheckXsrf,
       allowRoot: Boolean(values['allow-root']),
+      allowOrigin: common.allowOrigin,
+      allowOriginPat: values['allow-origin-pat'] as string | undefined,
       configFile: common.configFile,
       labextensionsPaths: bundledLabextensions(),
       pathPrepend: [shimDir],
@@ -457,6 +462,15 @@ function shellQuote(value: string): string {
 function isDirectory(dir: string): boolean {
   try {
     return fs.statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function isExecutableFile(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
   } catch {
     return false;
   }

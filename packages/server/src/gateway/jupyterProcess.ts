@@ -168,6 +168,10 @@ export namespace JupyterProcess {
     allowRemoteAccess: boolean;
     /** `ServerApp.disable_check_xsrf` (only with no authentication). */
     disableCheckXsrf: boolean;
+    /** `ServerApp.allow_origin`. */
+    allowOrigin?: string;
+    /** `ServerApp.allow_origin_pat`, as the user wrote it (a Python regular expression). */
+    allowOriginPat?: string;
     /** `ServerApp.allow_root`: Jupyter refuses to run as root without it. */
     allowRoot?: boolean;
     /** A Jupyter config file (`--config`). */
@@ -193,6 +197,8 @@ export function jupyterArguments(
     | 'token'
     | 'allowRemoteAccess'
     | 'disableCheckXsrf'
+    | 'allowOrigin'
+    | 'allowOriginPat'
     | 'allowRoot'
     | 'configFile'
     | 'labextensionsPaths'
@@ -218,6 +224,8 @@ export function jupyterArguments(
   if (options.allowRoot) args.push('--ServerApp.allow_root=True');
   if (options.token === null) args.push('--IdentityProvider.token=');
   if (options.disableCheckXsrf) args.push('--ServerApp.disable_check_xsrf=True');
+  if (options.allowOrigin) args.push(`--ServerApp.allow_origin=${options.allowOrigin}`);
+  if (options.allowOriginPat) args.push(`--ServerApp.allow_origin_pat=${options.allowOriginPat}`);
   if (options.configFile) args.push(`--config=${options.configFile}`);
   if (options.labextensionsPaths?.length) {
     const list = options.labextensionsPaths.map(p => JSON.stringify(p)).join(',');

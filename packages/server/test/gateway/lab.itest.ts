@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { labDefaults, startGatewayProcess, type IGatewayProcess } from '../support/gateway';
 import { startJupyterServer } from '../support/jupyterServer';
-import { openKernelSocket } from '../support/kernel';
+import { openKernelSocket, type IKernelSocket } from '../support/kernel';
 
 jest.setTimeout(180_000);
 
@@ -68,9 +68,11 @@ function isAlive(pid: number): boolean {
   }
 }
 
-async function kernelRoundTrip(
-  gateway: IGatewayProcess
-): Promise<{ result: string; protocol: string }> {
+/** Start a kernel through the gateway, open its websocket through the gateway, use it, clean up. */
+async function withKernel<T>(
+  gateway: IGatewayProcess,
+  use: (kernel: IKernelSocket) => Promise<T>
+): Promise<T> {
   const auth = { Authorization: `token ${gateway.token}` };
   const started = await fetch(gateway.url('api/kernels'), {
     method: 'POST',
@@ -82,7 +84,7 @@ async function kernelRoundTrip(
   const wsUrl = gateway.url(`api/kernels/${id}/channels?session_id=test`).replace(/^http/, 'ws');
   const kernel = await openKernelSocket(wsUrl, auth);
   try {
-    return { result: await kernel.execute('1+1'), protocol: kernel.protocol };
+    return await use(kernel);
   } finally {
     await kernel.close();
     await fetch(gateway.url(`api/kernels/${id}`), { method: 'DELETE', headers: auth });
@@ -133,9 +135,15 @@ describe('jupyter-store lab with a token, Jupyter on a unix socket', () => {
   });
 
   test('a kernel started through the gateway runs 1+1 over its websocket', async () => {
-    const { result, protocol } = await kernelRoundTrip(gateway);
-    expect(protocol).toBe('v1.kernel.websocket.jupyter.org');
-    expect(result).toBe('2');
+    await withKernel(gateway, async kernel => {
+      expect(kernel.protocol).toBe('v1.kernel.websocket.jupyter.org');
+      expect(await kernel.execute('1+1')).toBe('2');
+      // Kernels find our command on their PATH, so `jupyter store …` works inside notebooks.
+      const version = await kernel.execute(
+        "import subprocess, sys; subprocess.run([sys.executable, '-m', 'jupyter', 'store', '--version'], capture_output=True, text=True).stdout.strip()"
+      );
+      expect(version).toBe(`'${gateway.record.version}'`);
+    });
   });
 
   describe('auth on the gateway’s own routes is Jupyter’s', () => {
@@ -386,7 +394,7 @@ describe('jupyter-store lab under --base-url /user/alice/ with a TCP upstream', 
   });
 
   test('kernels run over the websocket under the base URL', async () => {
-    expect((await kernelRoundTrip(gateway)).result).toBe('2');
+    expect(await withKernel(gateway, kernel => kernel.execute('1+1'))).toBe('2');
   });
 });
 
