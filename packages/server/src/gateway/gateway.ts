@@ -121,7 +121,8 @@ export class Gateway {
 
   /**
    * Shut down gracefully: stop accepting, let requests in flight finish (at most `drainTimeoutMs`,
-   * then cut them), close websockets, run the shutdown hooks, close upstream connections.
+   * then cut them), close websockets, run the shutdown hooks, close upstream connections and the
+   * contents manager (its signature database).
    */
   async close(options: { drainTimeoutMs?: number } = {}): Promise<void> {
     if (this._closing) return this._closing;
@@ -148,6 +149,7 @@ export class Gateway {
         }
       }
       this.proxy.close();
+      await this.manager.close();
     })();
     return this._closing;
   }

@@ -276,6 +276,8 @@ export function describeExit(exit: IExit): string {
 
 /** Jupyter's log prefix: `[I 2026-11-22 10:00:00.000 ServerApp] message`. */
 const JUPYTER_LOG_LINE = /^\[([DIWEC]) [^\]]*\]\s?(.*)$/;
+/** The prefix of kernels and other traitlets apps: `[IPKernelApp] WARNING | message`. */
+const APP_LOG_LINE = /^\[[\w.]+\] (DEBUG|INFO|WARNING|ERROR|CRITICAL) \| (.*)$/;
 
 /**
  * Relay Jupyter's output into our log. Its info messages describe the hidden server (its own
@@ -294,9 +296,9 @@ function relayOutput(
   const relay = (line: string): void => {
     let text = scrubUrl(line);
     if (token) text = text.split(token).join('<redacted>');
-    const match = JUPYTER_LOG_LINE.exec(text);
+    const match = JUPYTER_LOG_LINE.exec(text) ?? APP_LOG_LINE.exec(text);
     if (match) {
-      level = levels[match[1] as keyof typeof levels];
+      level = levels[match[1][0] as keyof typeof levels];
       text = match[2];
     }
     if (text.trim() === '') return;
