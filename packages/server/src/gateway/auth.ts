@@ -38,6 +38,7 @@ export class Authenticator {
     this._ttlMs = options.ttlMs ?? 5000;
     this._maxEntries = options.maxEntries ?? 1000;
     this._log = options.log;
+    this._agent = options.agent;
   }
 
   /**
@@ -92,6 +93,7 @@ export class Authenticator {
       response = await requestUpstream(this._upstream, {
         path: `${this._baseUrl}api/me`,
         headers: { ...headers, host, accept: 'application/json' },
+        agent: this._agent,
         timeoutMs: 10_000
       });
     } catch (error) {
@@ -126,6 +128,7 @@ export class Authenticator {
   private readonly _ttlMs: number;
   private readonly _maxEntries: number;
   private readonly _log: Logger;
+  private readonly _agent: http.Agent | undefined;
   private readonly _cache = new Map<
     string,
     { answer: Promise<Readonly<Record<string, unknown>> | null>; expires: number }
@@ -141,6 +144,8 @@ export namespace Authenticator {
     ttlMs?: number;
     /** Cache bound; default 1000 entries. */
     maxEntries?: number;
+    /** Connection pool for the questions (the proxy's, so that closing it closes them too). */
+    agent?: http.Agent;
     log: Logger;
   }
 }

@@ -45,6 +45,7 @@ export class Gateway {
       upstream: options.upstream,
       baseUrl: this.baseUrl,
       ttlMs: options.authTtlMs,
+      agent: this.proxy.agent,
       log: this.log
     });
     const checks = { ...DEFAULT_REQUEST_CHECKS, ...options.checks };
@@ -129,6 +130,11 @@ export class Gateway {
     this._closing = (async () => {
       const closed = new Promise<void>(resolve => this.server.close(() => resolve()));
       this.server.closeIdleConnections();
+      // A keep-alive connection whose request finishes during the drain becomes idle only then.
+      for (const response of this._inFlight) {
+        response.shouldKeepAlive = false;
+        response.once('finish', () => setImmediate(() => this.server.closeIdleConnections()));
+      }
       for (const socket of this._upgradedSockets) socket.destroy();
       const drainTimeoutMs = options.drainTimeoutMs ?? 10_000;
       let timer: NodeJS.Timeout | undefined;
@@ -148,7 +154,7 @@ export class Gateway {
           this.log.error({ err: error }, 'a shutdown task failed');
         }
       }
-      this.proxy.close();
+      await this.proxy.close();
       await this.manager.close();
     })();
     return this._closing;
@@ -163,10 +169,22 @@ export class Gateway {
 
   private _dispatch(request: http.IncomingMessage, response: http.ServerResponse): void {
     const startedAt = process.hrtime.bigint();
-    const rawPath = (request.url ?? '/').split('?', 1)[0];
+    // Taken now: express shortens request.url below a mount point.
+    const url = request.url ?? '/';
+    const rawPath = url.split('?', 1)[0];
     const ours = this.owns(rawPath);
+    this._inFlight.add(response);
+    if (this._closing) response.shouldKeepAlive = false;
+    response.once('close', () => this._inFlight.delete(response));
     response.once('finish', () =>
-      logRequest(this.log, request, response.statusCode, startedAt, ours ? 'gateway' : 'upstream')
+      logRequest(
+        this.log,
+        request.method,
+        url,
+        response.statusCode,
+        startedAt,
+        ours ? 'gateway' : 'upstream'
+      )
     );
     if (ours) {
       // Reached when no route of ours answered: a JSON 404, never express's HTML page.
@@ -194,6 +212,7 @@ export class Gateway {
   private readonly _ownedPrefixes: string[] = [];
   private readonly _shutdownHooks: Array<() => Promise<void>> = [];
   private readonly _upgradedSockets = new Set<net.Socket>();
+  private readonly _inFlight = new Set<http.ServerResponse>();
   private _closing: Promise<void> | undefined;
   private readonly _errorHandler: express.ErrorRequestHandler;
 }

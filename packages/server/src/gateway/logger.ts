@@ -1,4 +1,3 @@
-import type * as http from 'node:http';
 import pino from 'pino';
 
 /** The structured logger every gateway module writes to (pino: one JSON object per line). */
@@ -57,14 +56,15 @@ export function scrubUrl(url: string): string {
  */
 export function logRequest(
   log: Logger,
-  request: http.IncomingMessage,
+  method: string | undefined,
+  url: string,
   status: number,
   startedAt: bigint,
   handledBy: 'gateway' | 'upstream'
 ): void {
   const entry = {
-    method: request.method,
-    url: scrubUrl(request.url ?? ''),
+    method,
+    url: scrubUrl(url),
     status,
     ms: Number(process.hrtime.bigint() - startedAt) / 1e6,
     by: handledBy

@@ -46,15 +46,29 @@ export class UpstreamProxy {
       ws: true,
       xfwd: true,
       changeOrigin: false,
+      // The path must reach Jupyter exactly as the gateway routed it: a proxy that normalised
+      // `/x/../api/contents` would let a request past the gateway into Jupyter's own contents API.
+      toProxy: true,
       // Jupyter's redirects name the gateway's own host already, since Host is kept.
       autoRewrite: false
     });
     this._description = describeUpstream(options.upstream);
     // Without a listener http-proxy-3 would rethrow; errors are handled per call below.
     this._proxy.on('error', () => undefined);
-    // Once the upgrade succeeded the socket carries websocket frames: no status line may follow.
-    this._proxy.on('proxyReqWs', (proxyRequest, _request, socket) => {
+    this._proxy.on('proxyReq', (proxyRequest, request) => {
+      proxyRequest.path = request.url ?? '/';
+    });
+    this._proxy.on('proxyReqWs', (proxyRequest, request, socket) => {
+      proxyRequest.path = request.url ?? '/';
+      // Once the upgrade succeeded the socket carries websocket frames: no status line may follow.
       proxyRequest.on('upgrade', () => this._upgraded.add(socket));
+    });
+    // An upstream answer cut short must cut the client's answer too; piping alone would leave
+    // the client waiting forever for the rest.
+    this._proxy.on('proxyRes', (proxyResponse, _request, response) => {
+      proxyResponse.once('close', () => {
+        if (!proxyResponse.complete && !response.writableEnded) response.destroy();
+      });
     });
   }
 
@@ -73,10 +87,25 @@ export class UpstreamProxy {
     });
   }
 
-  /** Close pooled upstream connections; in-flight streams end with their sockets. */
-  close(): void {
+  /** Close pooled upstream connections; resolves once every one of them has closed. */
+  async close(): Promise<void> {
+    const sockets = [this._agent.sockets, this._agent.freeSockets].flatMap(lists =>
+      Object.values(lists).flatMap(list => list ?? [])
+    );
+    const closed = sockets.map(
+      socket =>
+        new Promise<void>(resolve =>
+          socket.destroyed ? resolve() : socket.once('close', () => resolve())
+        )
+    );
     this._agent.destroy();
     this._proxy.close();
+    await Promise.all(closed);
+  }
+
+  /** The pooled agent, shared with the gateway's own sub-requests to the upstream. */
+  get agent(): http.Agent {
+    return this._agent;
   }
 
   /** Open upstream connections, free and busy: for leak checks. */
