@@ -41,6 +41,7 @@ import {
 import { ContentsClient, type IBenchResponse } from './client';
 import { EMPTY_NOTEBOOK_BYTES, generateNotebook, type IGeneratedNotebook } from './notebook';
 import { formatProfileSummary, summariseProfile } from './profile';
+import { cleanUp, cleaningUp, cleanups, log } from './cleanup';
 
 /** Which server a measurement belongs to. */
 type Side = 'jupyter' | 'ours';
@@ -180,34 +181,6 @@ const { values: options } = parseArgs({
 
 const writeDocs =
   !options.quick && !options.profile && options.only === undefined && !options['no-docs'];
-
-const cleanups: Array<() => Promise<void>> = [];
-let cleaning: Promise<void> | undefined;
-
-/** Stop every server and remove the temporary tree, once, whatever happened. */
-function cleanUp(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const step of cleanups.reverse()) {
-      try {
-        await step();
-      } catch (error) {
-        log(`clean-up: ${(error as Error).message}`);
-      }
-    }
-  })();
-  return cleaning;
-}
-
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.once(signal, () => {
-    log(`${signal}: stopping the servers`);
-    void cleanUp().finally(() => process.exit(130));
-  });
-}
-
-function log(message: string): void {
-  process.stderr.write(`[bench] ${message}\n`);
-}
 
 const sleep = (ms: number): Promise<void> => new Promise(resolve => setTimeout(resolve, ms));
 
@@ -915,7 +888,7 @@ async function main(): Promise<void> {
     await run();
   } catch (error) {
     // After a signal the servers are going away under the run: that is no failure to report.
-    if (cleaning === undefined) log(`failed: ${(error as Error).stack ?? String(error)}`);
+    if (!cleaningUp()) log(`failed: ${(error as Error).stack ?? String(error)}`);
     process.exitCode = 1;
   } finally {
     await cleanUp();

@@ -54,6 +54,7 @@ import { labDefaults, startGatewayProcess, type IGatewayProcess } from '../test/
 import { REPO_ROOT, findVenvPython } from '../test/support/jupyterServer';
 import { decodeV1, encodeV1, openKernelSocket, type IKernelSocket } from '../test/support/kernel';
 import { formatProfileSummary, summariseProfile } from './profile';
+import { cleanUp, cleaningUp, cleanups, log } from './cleanup';
 
 /** The way a request takes to Jupyter. */
 type Route = 'direct' | 'gateway';
@@ -218,34 +219,6 @@ if (transports.length === 0) {
 
 const writeDocs =
   !options.quick && !options.profile && transports.length === 2 && !options['no-docs'];
-
-const cleanups: Array<() => Promise<void>> = [];
-let cleaning: Promise<void> | undefined;
-
-/** Stop every server, once, whatever happened. */
-function cleanUp(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const step of cleanups.reverse()) {
-      try {
-        await step();
-      } catch (error) {
-        log(`clean-up: ${(error as Error).message}`);
-      }
-    }
-  })();
-  return cleaning;
-}
-
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.once(signal, () => {
-    log(`${signal}: stopping the servers`);
-    void cleanUp().finally(() => process.exit(130));
-  });
-}
-
-function log(message: string): void {
-  process.stderr.write(`[bench] ${message}\n`);
-}
 
 function plans(quick: boolean): { kernel: IKernelPlan; http: IHttpPlan } {
   return quick
@@ -1255,7 +1228,7 @@ async function main(): Promise<void> {
     await run();
   } catch (error) {
     // After a signal the servers are going away under the run: that is no failure to report.
-    if (cleaning === undefined) log(`failed: ${(error as Error).stack ?? String(error)}`);
+    if (!cleaningUp()) log(`failed: ${(error as Error).stack ?? String(error)}`);
     process.exitCode = 1;
   } finally {
     await cleanUp();
