@@ -1,0 +1,3 @@
+export * from './load';
+export * from './storeSettings';
+export * from './validate';

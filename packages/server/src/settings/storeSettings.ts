@@ -1,0 +1,130 @@
+import * as path from 'node:path';
+import { z } from 'zod';
+
+/** Python-style booleans as traitlets accepts them on a command line or in the environment. */
+const booleanSetting = z.preprocess(
+  value => {
+    if (typeof value !== 'string') return value;
+    const lower = value.trim().toLowerCase();
+    if (['true', '1', 'yes', 'on'].includes(lower)) return true;
+    if (['false', '0', 'no', 'off'].includes(lower)) return false;
+    return value;
+  },
+  z.boolean({ error: 'must be true or false' })
+);
+
+/** An integer that may arrive as a string (command line, environment). */
+function integerSetting(min: number, max: number) {
+  return z.preprocess(
+    value => (typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : value),
+    z
+      .number({ error: `must be a whole number from ${min} to ${max}` })
+      .int({ error: `must be a whole number from ${min} to ${max}` })
+      .min(min, { error: `must be at least ${min}` })
+      .max(max, { error: `must be at most ${max}` })
+  );
+}
+
+/** S3's bucket naming rules (the general-purpose ones), checked before any request is made. */
+const BUCKET_NAME = /^(?!xn--)(?!.*\.\.)(?!\d+\.\d+\.\d+\.\d+$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
+const absoluteOrEmpty = (what: string) =>
+  z.string().refine(value => value === '' || path.isAbsolute(value), {
+    error: `must be an absolute path (or empty to turn ${what} off)`
+  });
+
+/**
+ * The settings of the specification's `StoreSettings`, with their defaults, plus a few of our
+ * own (marked below) for the parts the specification leaves open.
+ */
+export const StoreSettingsSchema = z
+  .object({
+    /** Prefix of the archived workspace copies. */
+    workspace_prefix: z.string().default('workspace'),
+    /** Prefix of published notebooks. */
+    published_prefix: z.string().default('published'),
+    /** Unset: the platform's default credential chain (environment, profile, role). */
+    object_access_key_id: z.string().min(1, { error: 'must not be empty' }).optional(),
+    object_secret_access_key: z.string().min(1, { error: 'must not be empty' }).optional(),
+    /** Unset: AWS's public endpoint for the region (or, with no bucket either, the embedded store). */
+    object_endpoint_url: z
+      .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+      .optional(),
+    object_region_name: z.string().min(1, { error: 'must not be empty' }).default('us-east-1'),
+    /** The one bucket for workspace and published copies; empty means none configured. */
+    object_bucket: z
+      .string()
+      .refine(value => value === '' || BUCKET_NAME.test(value), {
+        error: 'must be a valid S3 bucket name (3-63 lowercase letters, digits, dots, hyphens)'
+      })
+      .default(''),
+    /** Concurrent object-storage calls (and the size of the connection pool). */
+    max_threads: integerSetting(1, 1024).default(16),
+    enable_object_cloning: booleanSetting.default(true),
+    /** Root below which file-system cloning may read; empty turns it off. */
+    fs_cloning_basedir: absoluteOrEmpty('file-system cloning').default(''),
+    /** Ours: where the embedded store keeps objects; default in the Jupyter data directory. */
+    local_store_dir: absoluteOrEmpty('nothing').default(''),
+    /** Ours: where pending archives are journalled; default in the Jupyter data directory. */
+    journal_dir: absoluteOrEmpty('nothing').default(''),
+    /** Ours: the SDK's checksum mode (`when_required` for servers that reject CRC32 headers). */
+    object_checksums: z
+      .enum(['when_supported', 'when_required'], {
+        error: "must be 'when_supported' or 'when_required'"
+      })
+      .default('when_supported'),
+    /** Ours: how long one object-storage request may take before it counts as failed. */
+    object_timeout_seconds: integerSetting(1, 3600).default(30)
+  })
+  .strict()
+  .superRefine((settings, context) => {
+    const hasId = settings.object_access_key_id !== undefined;
+    const hasSecret = settings.object_secret_access_key !== undefined;
+    if (hasId !== hasSecret) {
+      context.addIssue({
+        code: 'custom',
+        path: [hasId ? 'object_secret_access_key' : 'object_access_key_id'],
+        message: 'must be set together with the other key, or both left unset'
+      });
+    }
+  });
+
+/** Settings after validation and defaults. */
+export type StoreSettings = z.output<typeof StoreSettingsSchema>;
+
+/** The names of the settings. */
+export type StoreSettingName = keyof StoreSettings;
+
+/** Every setting's name, in the schema's order. */
+export const STORE_SETTING_NAMES = Object.keys(StoreSettingsSchema.shape) as StoreSettingName[];
+
+/** Settings that hold credentials: never logged, never sent, shown as `<redacted>`. */
+export const CREDENTIAL_SETTINGS: readonly StoreSettingName[] = [
+  'object_access_key_id',
+  'object_secret_access_key'
+];
+
+/** The settings with credentials replaced by `<redacted>` (unset ones stay unset). */
+export function redactSettings(settings: StoreSettings): Record<string, unknown> {
+  const shown: Record<string, unknown> = { ...settings };
+  for (const name of CREDENTIAL_SETTINGS) {
+    if (shown[name] !== undefined) shown[name] = '<redacted>';
+  }
+  return shown;
+}
+
+/** Which object store the settings select. */
+export type StorageMode = 'embedded' | 's3';
+
+/**
+ * The embedded local store when neither an endpoint nor a bucket is configured (so a fresh
+ * machine archives with no configuration); S3 or an S3-compatible server otherwise.
+ */
+export function storageMode(settings: StoreSettings): StorageMode {
+  return settings.object_endpoint_url === undefined && settings.object_bucket === ''
+    ? 'embedded'
+    : 's3';
+}
+
+/** The bucket name the embedded store uses when none is configured. */
+export const EMBEDDED_BUCKET = 'jupyter-store';
