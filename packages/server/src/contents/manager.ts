@@ -41,6 +41,13 @@ export interface ISavedEvent {
 /** A save hook listener. It runs after the bytes are durable and must not throw or block. */
 export type SaveListener = (event: ISavedEvent) => void;
 
+/**
+ * A save hook the save waits for (the archive journal): it runs after the bytes are durable and
+ * before the save is answered. If it rejects, the save answers 503: the bytes are on disk, but
+ * what the hook promises (an archive) is not guaranteed, so the user is told to save again.
+ */
+export type AwaitedSaveHook = (event: ISavedEvent) => Promise<void>;
+
 /** Options of a save or create call. */
 export interface ISaveRequest {
   type?: string | null;
@@ -81,6 +88,12 @@ export class ContentsManager {
   onSaved(listener: SaveListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Add a save hook that every save waits for; returns a function that removes it. */
+  addSaveHook(hook: AwaitedSaveHook): () => void {
+    this.hooks.add(hook);
+    return () => this.hooks.delete(hook);
   }
 
   /** Is the API path hidden (and so not served unless hidden files are allowed)? */
@@ -242,12 +255,25 @@ export class ContentsManager {
     const model = await this.get(normalized, { content: false });
     if (validationMessage) model.message = validationMessage;
     if (saved && request.type !== 'directory') {
-      this.emitSaved({
+      const event: ISavedEvent = {
         path: normalized,
         type: request.type as 'file' | 'notebook',
         bytes: saved,
         savedAt: Date.now()
-      });
+      };
+      for (const hook of this.hooks) {
+        try {
+          await hook(event);
+        } catch (error) {
+          throw new HttpError(
+            503,
+            `${normalized} was saved, but could not be queued for archiving ` +
+              `(${(error as Error).message}); save again to retry`,
+            'archive unavailable'
+          );
+        }
+      }
+      this.emitSaved(event);
     }
     return model;
   }
@@ -668,6 +694,7 @@ export class ContentsManager {
   private readonly maxCopyFolderBytes: number;
   private readonly shouldHide: (name: string) => boolean;
   private readonly listeners = new Set<SaveListener>();
+  private readonly hooks = new Set<AwaitedSaveHook>();
   private readonly log: (message: string) => void;
 }
 

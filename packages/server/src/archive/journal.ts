@@ -1,0 +1,178 @@
+import { createHash, randomBytes } from 'node:crypto';
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import { syncDirectory, writeFileAtomic } from '../contents/fileio';
+
+/** What the journal keeps about one save waiting to be archived. */
+export interface IJournalEntry {
+  /** Position in save order, increasing across restarts. */
+  readonly seq: number;
+  /** API path of the saved notebook. */
+  readonly path: string;
+  /** When the save was queued (ms since the epoch). */
+  readonly queuedAt: number;
+  /** SHA-256 of the content, hex: checked at replay, and stored with the object. */
+  readonly sha256: string;
+  /** Unique id of this save, stored with the object so that a replay can tell it already arrived. */
+  readonly saveId: string;
+}
+
+/** An entry with the bytes it archives. */
+export interface IJournalRecord extends IJournalEntry {
+  readonly content: Buffer;
+}
+
+/**
+ * The durable list of saves not yet archived: one file per save, written (fsynced, renamed,
+ * directory fsynced) before the save is acknowledged and removed once the object store has
+ * confirmed the upload.
+ *
+ * #### Notes
+ * One file per record keeps every write all-or-nothing without a log format to repair: a crash
+ * leaves either the complete record or none (stray temporary files are removed at open). A file
+ * is a JSON header line followed by the exact bytes to archive. A record whose bytes no longer
+ * match its checksum is moved to `damaged/`, never deleted. A pid lock file keeps a second
+ * process from replaying the same journal.
+ */
+export class ArchiveJournal {
+  constructor(readonly dir: string) {}
+
+  /**
+   * Take the journal (creating it if needed) and return the records left by earlier runs, in
+   * save order.
+   *
+   * @throws Error when another live process holds the journal.
+   */
+  async open(): Promise<IJournalRecord[]> {
+    await fs.mkdir(path.join(this.dir, PENDING), { recursive: true, mode: 0o700 });
+    await this._lock();
+    const records: IJournalRecord[] = [];
+    for (const name of await fs.readdir(path.join(this.dir, PENDING))) {
+      const file = path.join(this.dir, PENDING, name);
+      if (!RECORD_NAME.test(name)) {
+        if (name.startsWith('.~jupyter-store-')) await fs.rm(file, { force: true });
+        continue;
+      }
+      const record = await this._read(file);
+      if (record) records.push(record);
+      else await this._setAside(name);
+    }
+    records.sort((a, b) => a.seq - b.seq);
+    this._nextSeq = (records.at(-1)?.seq ?? (await this._lastSeqOnRecord())) + 1;
+    return records;
+  }
+
+  /** Record a save durably; resolves once it would survive a crash or a power cut. */
+  async append(apiPath: string, content: Buffer, queuedAt = Date.now()): Promise<IJournalRecord> {
+    const seq = this._nextSeq++;
+    const entry: IJournalEntry = {
+      seq,
+      path: apiPath,
+      queuedAt,
+      sha256: createHash('sha256').update(content).digest('hex'),
+      saveId: `${this._runId}-${seq}`
+    };
+    const header = Buffer.from(`${JSON.stringify(entry)}\n`, 'utf8');
+    await writeFileAtomic(this._file(seq), [header, content]);
+    await this._rememberSeq(seq);
+    return { ...entry, content };
+  }
+
+  /** Forget an archived record. */
+  async remove(seq: number): Promise<void> {
+    await fs.rm(this._file(seq), { force: true });
+    // Without this a crash could bring the record back, and the replay would find, through the
+    // save id, that it already arrived: safe either way, so the directory sync is not awaited
+    // by callers that do not need it.
+    await syncDirectory(path.join(this.dir, PENDING));
+  }
+
+  /** Release the lock. */
+  async close(): Promise<void> {
+    if (this._locked) {
+      await fs.rm(path.join(this.dir, LOCK), { force: true });
+      this._locked = false;
+    }
+  }
+
+  private _file(seq: number): string {
+    return path.join(this.dir, PENDING, `${String(seq).padStart(16, '0')}.rec`);
+  }
+
+  private async _read(file: string): Promise<IJournalRecord | undefined> {
+    const data = await fs.readFile(file);
+    const newline = data.indexOf(0x0a);
+    if (newline < 0) return undefined;
+    let entry: IJournalEntry;
+    try {
+      entry = JSON.parse(data.subarray(0, newline).toString('utf8')) as IJournalEntry;
+    } catch {
+      return undefined;
+    }
+    const content = data.subarray(newline + 1);
+    const sha256 = createHash('sha256').update(content).digest('hex');
+    if (sha256 !== entry.sha256 || typeof entry.path !== 'string') return undefined;
+    return { ...entry, content };
+  }
+
+  private async _setAside(name: string): Promise<void> {
+    await fs.mkdir(path.join(this.dir, DAMAGED), { recursive: true });
+    await fs.rename(path.join(this.dir, PENDING, name), path.join(this.dir, DAMAGED, name));
+  }
+
+  /** The highest sequence number ever used, so numbers keep increasing after a clean drain. */
+  private async _lastSeqOnRecord(): Promise<number> {
+    try {
+      return Number((await fs.readFile(path.join(this.dir, LAST_SEQ), 'utf8')).trim()) || 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  private async _rememberSeq(seq: number): Promise<void> {
+    // Not fsynced on purpose: after a crash the pending files carry the highest number anyway.
+    await fs.writeFile(path.join(this.dir, LAST_SEQ), String(seq));
+  }
+
+  private async _lock(): Promise<void> {
+    const lock = path.join(this.dir, LOCK);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await fs.writeFile(lock, String(process.pid), { flag: 'wx' });
+        this._locked = true;
+        return;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      const owner = Number((await fs.readFile(lock, 'utf8').catch(() => '')).trim());
+      if (owner && owner !== process.pid && isAlive(owner)) {
+        throw new Error(
+          `the archive journal ${this.dir} is in use by process ${owner}; ` +
+            'give each gateway its own journal_dir'
+        );
+      }
+      await fs.rm(lock, { force: true });
+    }
+    throw new Error(`cannot lock the archive journal ${this.dir}`);
+  }
+
+  private _nextSeq = 1;
+  private _locked = false;
+  /** Distinguishes save ids of this run from those of earlier runs with the same numbers. */
+  private readonly _runId = randomBytes(6).toString('hex');
+}
+
+const PENDING = 'pending';
+const DAMAGED = 'damaged';
+const LOCK = 'journal.lock';
+const LAST_SEQ = 'last-seq';
+const RECORD_NAME = /^\d{16}\.rec$/;
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

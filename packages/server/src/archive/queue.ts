@@ -1,0 +1,345 @@
+import pLimit from 'p-limit';
+import type { Logger } from '../gateway/logger';
+import { objectKey } from '../storage/keys';
+import { ObjectStoreError, type IObjectStore } from '../storage/objectStore';
+import type { ArchiveJournal, IJournalRecord } from './journal';
+
+/**
+ * The specification's archive record: the notebook's path, the bytes to archive, and how long
+ * the record waited in the queue before its upload started (ms).
+ */
+export interface IArchiveRecord {
+  readonly filepath: string;
+  readonly content: Buffer;
+  readonly queued_time: number;
+}
+
+/** What the archive queue reports to feature detection and the status bar. */
+export interface IArchiveStatus {
+  /** Saves journalled and not yet confirmed by the object store. */
+  readonly pending: number;
+  /** Age of the oldest of them (ms), or null when none is pending. */
+  readonly oldestPendingAgeMs: number | null;
+  /** Saves archived since start-up. */
+  readonly archived: number;
+  /** The last failure, cleared by the next success. */
+  readonly lastError: {
+    readonly message: string;
+    readonly at: string;
+    readonly path?: string;
+  } | null;
+  /** The bucket check: ok, or why archiving is on hold. */
+  readonly storage: { readonly ok: boolean; readonly reason?: string; readonly checkedAt?: string };
+  /** The last archived version of each path since start-up. */
+  readonly lastArchived: Readonly<Record<string, { versionId: string | null; at: string }>>;
+}
+
+/**
+ * Archives every notebook save, in save order per path, without losing any.
+ *
+ * #### Notes
+ * - A save is journalled on local disk before {@link enqueue} resolves (so before the contents
+ *   API answers), and leaves the journal only after the object store confirmed it. A crash, a
+ *   kill or an outage therefore only delays archives; {@link start} replays what is left.
+ * - Per path, records form a chain (`path_locks`): the next save of a path starts only after the
+ *   previous one arrived, so versions appear in save order and none is skipped. Across paths at
+ *   most `maxThreads` uploads run at once (p-limit).
+ * - Transient failures are retried with capped exponential backoff and full jitter, forever.
+ *   Refused credentials or a missing bucket put every upload on hold and re-check the bucket with
+ *   the same backoff; the reason is in {@link status}. A request the store calls malformed cannot
+ *   succeed by retrying: that record is kept in the journal and reported.
+ * - After an ambiguous failure (or at replay) the latest object is checked for this save's id
+ *   before uploading again, so a retry does not add a duplicate version.
+ */
+export class ArchiveQueue {
+  constructor(options: ArchiveQueue.IOptions) {
+    this._store = options.store;
+    this._bucket = options.bucket;
+    this._prefix = options.prefix;
+    this._journal = options.journal;
+    this._log = options.log;
+    this._limit = pLimit(options.maxThreads);
+    this._backoff = { baseMs: 250, capMs: 30_000, ...options.backoff };
+  }
+
+  /**
+   * Take the journal, check the bucket, and queue the records left by earlier runs.
+   */
+  async start(): Promise<void> {
+    const left = await this._journal.open();
+    if (left.length > 0) {
+      this._log.info({ pending: left.length }, 'replaying archives left by an earlier run');
+    }
+    void this._checkStorage();
+    for (const record of left) this._schedule(record, true);
+  }
+
+  /**
+   * Journal a save and queue it; resolves once the journal holds it durably.
+   *
+   * @throws when the journal cannot be written: the caller must not report the save as safe.
+   */
+  async enqueue(apiPath: string, content: Buffer): Promise<void> {
+    if (this._closed) throw new Error('the archive queue is closed');
+    const record = await this._journal.append(apiPath, content);
+    this._schedule(record, false);
+  }
+
+  /** The current state, for feature detection and the status bar. */
+  status(): IArchiveStatus {
+    let oldest: number | null = null;
+    for (const record of this._pending.values()) {
+      if (oldest === null || record.queuedAt < oldest) oldest = record.queuedAt;
+    }
+    return {
+      pending: this._pending.size,
+      oldestPendingAgeMs: oldest === null ? null : Math.max(0, Date.now() - oldest),
+      archived: this._archived,
+      lastError: this._lastError,
+      storage: { ...this._storage },
+      lastArchived: Object.fromEntries(this._lastArchived)
+    };
+  }
+
+  /** The bucket check's outcome: true, the reason it failed, or null before it finished. */
+  storageCheck(): true | string | null {
+    if (this._storage.checkedAt === undefined) return null;
+    return this._storage.ok ? true : (this._storage.reason ?? 'the bucket check failed');
+  }
+
+  /**
+   * Wait until nothing is pending or `timeoutMs` has passed; what is still pending stays in the
+   * journal for the next start.
+   *
+   * @returns the number of records still pending.
+   */
+  async flush(timeoutMs: number): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    while (this._pending.size > 0 && Date.now() < deadline) {
+      await sleep(Math.min(50, Math.max(1, deadline - Date.now())));
+    }
+    return this._pending.size;
+  }
+
+  /** Stop retrying and release the journal; pending records stay journalled. */
+  async close(): Promise<void> {
+    this._closed = true;
+    this._wake();
+    await this._journal.close();
+  }
+
+  private _schedule(record: IJournalRecord, replayed: boolean): void {
+    this._pending.set(record.seq, record);
+    const previous = this._pathLocks.get(record.path) ?? Promise.resolve();
+    const done = previous.then(() => this._archive(record, replayed));
+    this._pathLocks.set(record.path, done);
+    void done.finally(() => {
+      if (this._pathLocks.get(record.path) === done) this._pathLocks.delete(record.path);
+    });
+  }
+
+  /** Archive one record, retrying until it arrives or the queue closes. Never rejects. */
+  private async _archive(record: IJournalRecord, replayed: boolean): Promise<void> {
+    let mayExistAlready = replayed;
+    for (let attempt = 0; !this._closed; attempt++) {
+      await this._whenStorageOk();
+      if (this._closed) return;
+      try {
+        const versionId = await this._limit(() => this._upload(record, mayExistAlready));
+        await this._journal.remove(record.seq);
+        this._pending.delete(record.seq);
+        this._archived++;
+        this._lastError = null;
+        const at = new Date().toISOString();
+        this._lastArchived.set(record.path, { versionId, at });
+        return;
+      } catch (error) {
+        const failure = toStoreError(error);
+        this._lastError = {
+          message: failure.message,
+          at: new Date().toISOString(),
+          path: record.path
+        };
+        if (failure.ambiguous) mayExistAlready = true;
+        if (failure.kind === 'access-denied' || failure.kind === 'not-found') {
+          this._log.error(
+            { path: record.path, code: failure.code },
+            `archiving is on hold: ${failure.message}`
+          );
+          this._putOnHold(failure.message);
+          continue;
+        }
+        if (failure.kind === 'bad-request') {
+          this._log.error(
+            { path: record.path, code: failure.code, seq: record.seq },
+            `this save cannot be archived and stays in the journal: ${failure.message}`
+          );
+          this._pending.delete(record.seq);
+          return;
+        }
+        const delay = this._delay(attempt);
+        this._log.warn(
+          { path: record.path, code: failure.code, retryInMs: Math.round(delay) },
+          `archive failed, retrying: ${failure.message}`
+        );
+        await this._sleep(delay);
+      }
+    }
+  }
+
+  private async _upload(record: IJournalRecord, mayExistAlready: boolean): Promise<string | null> {
+    const key = objectKey(this._prefix, record.path);
+    if (mayExistAlready) {
+      const existing = await this._store.head(this._bucket, key).catch((error: unknown) => {
+        if (error instanceof ObjectStoreError && error.kind === 'not-found') return undefined;
+        throw error;
+      });
+      if (existing?.metadata['save-id'] === record.saveId) return existing.versionId;
+    }
+    const startedAt = Date.now();
+    const archiveRecord: IArchiveRecord = {
+      filepath: record.path,
+      content: record.content,
+      queued_time: startedAt - record.queuedAt
+    };
+    const result = await this._store.put(this._bucket, key, archiveRecord.content, {
+      contentType: 'application/x-ipynb+json',
+      metadata: { 'save-id': record.saveId, sha256: record.sha256 }
+    });
+    this._log.debug(
+      {
+        path: archiveRecord.filepath,
+        versionId: result.versionId,
+        queuedMs: archiveRecord.queued_time,
+        uploadMs: Date.now() - startedAt
+      },
+      'archived'
+    );
+    return result.versionId;
+  }
+
+  /** Check credentials, bucket and versioning; on failure keep checking with backoff. */
+  private async _checkStorage(): Promise<void> {
+    if (this._checking) return;
+    this._checking = true;
+    try {
+      for (let attempt = 0; !this._closed; attempt++) {
+        const reason = await this._bucketProblem();
+        this._storage = {
+          ok: reason === undefined,
+          reason,
+          checkedAt: new Date().toISOString()
+        };
+        if (reason === undefined) {
+          if (attempt > 0) this._log.info({ bucket: this._bucket }, 'archiving resumed');
+          this._wake();
+          return;
+        }
+        this._log.error({ bucket: this._bucket }, `archiving is on hold: ${reason}`);
+        await this._sleep(this._delay(attempt));
+      }
+    } finally {
+      this._checking = false;
+    }
+  }
+
+  private async _bucketProblem(): Promise<string | undefined> {
+    try {
+      const check = await this._store.checkBucket(this._bucket);
+      if (check.versioning !== 'Enabled') {
+        return `versioning is ${check.versioning.toLowerCase()} on bucket ${this._bucket}, so each save would replace the last; enable it`;
+      }
+      return undefined;
+    } catch (error) {
+      return toStoreError(error).message;
+    }
+  }
+
+  private _putOnHold(reason: string): void {
+    this._storage = { ok: false, reason, checkedAt: new Date().toISOString() };
+    void this._checkStorage();
+  }
+
+  private async _whenStorageOk(): Promise<void> {
+    while (!this._closed && !this._storage.ok) {
+      await new Promise<void>(resolve => this._waiters.add(resolve));
+    }
+  }
+
+  /** Wake uploads waiting for storage, and cut short every backoff sleep. */
+  private _wake(): void {
+    const waiters = [...this._waiters];
+    this._waiters.clear();
+    for (const resolve of waiters) resolve();
+  }
+
+  /** Full jitter: a random delay up to the capped exponential bound. */
+  private _delay(attempt: number): number {
+    const bound = Math.min(this._backoff.capMs, this._backoff.baseMs * 2 ** Math.min(attempt, 30));
+    return Math.random() * bound;
+  }
+
+  /** Sleep, unless the queue closes or storage comes back first. */
+  private _sleep(ms: number): Promise<void> {
+    return new Promise(resolve => {
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      this._waiters.add(done);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  }
+
+  private readonly _store: IObjectStore;
+  private readonly _bucket: string;
+  private readonly _prefix: string;
+  private readonly _journal: ArchiveJournal;
+  private readonly _log: Logger;
+  private readonly _limit: ReturnType<typeof pLimit>;
+  private readonly _backoff: { baseMs: number; capMs: number };
+  /** The specification's `path_locks`: the tail of each path's chain of archives. */
+  private readonly _pathLocks = new Map<string, Promise<void>>();
+  private readonly _pending = new Map<number, IJournalRecord>();
+  private readonly _lastArchived = new Map<string, { versionId: string | null; at: string }>();
+  private readonly _waiters = new Set<() => void>();
+  private _storage: { ok: boolean; reason?: string; checkedAt?: string } = {
+    ok: false,
+    reason: 'the bucket has not been checked yet'
+  };
+  private _lastError: IArchiveStatus['lastError'] = null;
+  private _archived = 0;
+  private _checking = false;
+  private _closed = false;
+}
+
+export namespace ArchiveQueue {
+  export interface IOptions {
+    store: IObjectStore;
+    bucket: string;
+    /** `workspace_prefix`. */
+    prefix: string;
+    journal: ArchiveJournal;
+    /** `max_threads`: concurrent uploads. */
+    maxThreads: number;
+    log: Logger;
+    /** Retry delays: the first bound and the cap (ms); default 250 ms and 30 s. */
+    backoff?: { baseMs?: number; capMs?: number };
+  }
+}
+
+/** Any failure as an ObjectStoreError; unknown ones count as transient. */
+function toStoreError(error: unknown): ObjectStoreError {
+  if (error instanceof ObjectStoreError) return error;
+  return new ObjectStoreError(
+    'unavailable',
+    `the object store call failed: ${(error as Error)?.message ?? String(error)}`,
+    (error as NodeJS.ErrnoException)?.code ?? 'Error',
+    true
+  );
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise(resolve => setTimeout(resolve, ms));
+}

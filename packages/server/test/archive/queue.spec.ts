@@ -1,0 +1,268 @@
+import { appendFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { ArchiveJournal } from '../../src/archive/journal';
+import { ArchiveQueue } from '../../src/archive/queue';
+import { createLogger } from '../../src/gateway/logger';
+import {
+  ObjectStoreError,
+  type IObjectStore,
+  type IObjectVersion
+} from '../../src/storage/objectStore';
+
+/** An in-memory versioned store whose next calls can be made to fail. */
+class FakeStore implements IObjectStore {
+  readonly description = 'fake';
+  readonly versions = new Map<
+    string,
+    Array<{ id: string; body: Buffer; metadata: Record<string, string> }>
+  >();
+  /** Errors thrown by the next put calls, in order. */
+  failPuts: ObjectStoreError[] = [];
+  /** When set, every call fails with it. */
+  down: ObjectStoreError | undefined;
+  /** When set, puts succeed on the server but the caller sees this error (a lost answer). */
+  loseNextAnswer: ObjectStoreError | undefined;
+  bucketVersioning: 'Enabled' | 'Suspended' | 'Disabled' = 'Enabled';
+  puts = 0;
+  active = 0;
+  maxActive = 0;
+  private counter = 0;
+
+  async put(
+    _bucket: string,
+    key: string,
+    body: Buffer,
+    options?: { metadata?: Record<string, string> }
+  ) {
+    this.puts++;
+    this.active++;
+    this.maxActive = Math.max(this.maxActive, this.active);
+    try {
+      await new Promise(resolve => setTimeout(resolve, 2));
+      if (this.down) throw this.down;
+      const failure = this.failPuts.shift();
+      if (failure) throw failure;
+      const id = `v${++this.counter}`;
+      const list = this.versions.get(key) ?? [];
+      list.push({ id, body: Buffer.from(body), metadata: { ...options?.metadata } });
+      this.versions.set(key, list);
+      if (this.loseNextAnswer) {
+        const lost = this.loseNextAnswer;
+        this.loseNextAnswer = undefined;
+        throw lost;
+      }
+      return { versionId: id };
+    } finally {
+      this.active--;
+    }
+  }
+
+  async get(): Promise<never> {
+    throw new Error('not used');
+  }
+
+  async head(_bucket: string, key: string) {
+    if (this.down) throw this.down;
+    const latest = this.versions.get(key)?.at(-1);
+    if (!latest) throw new ObjectStoreError('not-found', 'no such key', 'NoSuchKey');
+    return {
+      versionId: latest.id,
+      size: latest.body.length,
+      lastModified: null,
+      metadata: latest.metadata
+    };
+  }
+
+  async listVersions(): Promise<IObjectVersion[]> {
+    return [];
+  }
+
+  async checkBucket() {
+    if (this.down) throw this.down;
+    return { versioning: this.bucketVersioning };
+  }
+
+  async close(): Promise<void> {}
+}
+
+const unavailable = () => new ObjectStoreError('unavailable', 'connection refused', 'ECONNREFUSED');
+const denied = () =>
+  new ObjectStoreError('access-denied', 'the credentials were refused', 'InvalidAccessKeyId');
+
+async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise(resolve => setTimeout(resolve, 5));
+  }
+}
+
+describe('ArchiveQueue', () => {
+  let dir: string;
+  let store: FakeStore;
+  let queue: ArchiveQueue;
+  let logLines: string[];
+
+  const makeQueue = (maxThreads = 4) => {
+    logLines = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _encoding, callback) {
+        logLines.push(chunk.toString('utf8'));
+        callback();
+      }
+    });
+    return new ArchiveQueue({
+      store,
+      bucket: 'notebooks',
+      prefix: 'workspace/',
+      journal: new ArchiveJournal(join(dir, 'journal')),
+      maxThreads,
+      log: createLogger({ level: 'debug', destination }),
+      backoff: { baseMs: 5, capMs: 20 }
+    });
+  };
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'archive-queue-'));
+    store = new FakeStore();
+  });
+
+  afterEach(async () => {
+    await queue?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('every save of a path arrives, in order, under workspace_prefix/<path>', async () => {
+    queue = makeQueue();
+    await queue.start();
+    for (let i = 0; i < 20; i++) await queue.enqueue('dir/a.ipynb', Buffer.from(`save ${i}`));
+    await until(() => queue.status().pending === 0);
+    const bodies = store.versions.get('workspace/dir/a.ipynb')?.map(v => v.body.toString());
+    expect(bodies).toEqual(Array.from({ length: 20 }, (_, i) => `save ${i}`));
+    expect(queue.status()).toMatchObject({ pending: 0, archived: 20, lastError: null });
+    expect(queue.status().lastArchived['dir/a.ipynb'].versionId).toBe('v20');
+  });
+
+  test('enqueue resolves only once the journal holds the save', async () => {
+    queue = makeQueue();
+    store.down = unavailable();
+    await queue.start();
+    await queue.enqueue('a.ipynb', Buffer.from('x'));
+    expect(readdirSync(join(dir, 'journal', 'pending'))).toHaveLength(1);
+    expect(queue.status().pending).toBe(1);
+  });
+
+  test('concurrency across paths stays within max_threads', async () => {
+    queue = makeQueue(3);
+    await queue.start();
+    await Promise.all(
+      Array.from({ length: 30 }, (_, i) => queue.enqueue(`p${i}.ipynb`, Buffer.from(String(i))))
+    );
+    await until(() => queue.status().pending === 0);
+    expect(store.maxActive).toBeLessThanOrEqual(3);
+    expect(store.maxActive).toBeGreaterThan(1);
+  });
+
+  test('transient failures are retried until the store is back; nothing is lost', async () => {
+    queue = makeQueue();
+    await queue.start();
+    await until(() => queue.storageCheck() === true);
+    store.failPuts = [unavailable(), unavailable(), unavailable()];
+    await queue.enqueue('a.ipynb', Buffer.from('one'));
+    await queue.enqueue('a.ipynb', Buffer.from('two'));
+    await until(() => queue.status().pending === 0);
+    expect(store.versions.get('workspace/a.ipynb')?.map(v => v.body.toString())).toEqual([
+      'one',
+      'two'
+    ]);
+    expect(queue.status().lastError).toBeNull();
+  });
+
+  test('refused credentials put archiving on hold with a reason, and it resumes when fixed', async () => {
+    store.down = denied();
+    queue = makeQueue();
+    await queue.start();
+    await queue.enqueue('a.ipynb', Buffer.from('kept'));
+    await until(() => queue.storageCheck() !== null);
+    expect(queue.storageCheck()).toMatch(/credentials were refused/);
+    expect(queue.status().storage.ok).toBe(false);
+    expect(store.versions.size).toBe(0);
+    store.down = undefined;
+    await until(() => queue.status().pending === 0);
+    expect(store.versions.get('workspace/a.ipynb')?.[0].body.toString()).toBe('kept');
+    expect(queue.status().storage.ok).toBe(true);
+  });
+
+  test('a bucket without versioning is reported and nothing is archived', async () => {
+    store.bucketVersioning = 'Disabled';
+    queue = makeQueue();
+    await queue.start();
+    await queue.enqueue('a.ipynb', Buffer.from('x'));
+    await until(() => queue.storageCheck() !== null);
+    expect(queue.storageCheck()).toMatch(/versioning is disabled/);
+    await new Promise(resolve => setTimeout(resolve, 50));
+    expect(store.puts).toBe(0);
+  });
+
+  test('records left by a crashed run are replayed in order at start', async () => {
+    store.down = unavailable();
+    queue = makeQueue();
+    await queue.start();
+    for (const text of ['1', '2', '3']) await queue.enqueue('a.ipynb', Buffer.from(text));
+    await queue.enqueue('b.ipynb', Buffer.from('b'));
+    await queue.close();
+    store.down = undefined;
+    queue = makeQueue();
+    await queue.start();
+    await until(() => queue.status().pending === 0);
+    expect(store.versions.get('workspace/a.ipynb')?.map(v => v.body.toString())).toEqual([
+      '1',
+      '2',
+      '3'
+    ]);
+    expect(store.versions.get('workspace/b.ipynb')).toHaveLength(1);
+    expect(readdirSync(join(dir, 'journal', 'pending'))).toEqual([]);
+  });
+
+  test('a lost answer does not make a duplicate version on retry', async () => {
+    queue = makeQueue();
+    await queue.start();
+    await until(() => queue.storageCheck() === true);
+    store.loseNextAnswer = new ObjectStoreError(
+      'unavailable',
+      'socket hang up',
+      'ECONNRESET',
+      true
+    );
+    await queue.enqueue('a.ipynb', Buffer.from('once'));
+    await until(() => queue.status().pending === 0);
+    expect(store.versions.get('workspace/a.ipynb')).toHaveLength(1);
+  });
+
+  test('a second process cannot take a journal in use', async () => {
+    queue = makeQueue();
+    await queue.start();
+    const journal = new ArchiveJournal(join(dir, 'journal'));
+    await queue.close();
+    writeFileSync(join(dir, 'journal', 'journal.lock'), String(process.ppid));
+    await expect(journal.open()).rejects.toThrow(/in use by process/);
+  });
+
+  test('a damaged journal record is set aside, not replayed and not deleted', async () => {
+    store.down = unavailable();
+    queue = makeQueue();
+    await queue.start();
+    await queue.enqueue('a.ipynb', Buffer.from('good'));
+    await queue.close();
+    const pending = join(dir, 'journal', 'pending');
+    const [name] = readdirSync(pending);
+    appendFileSync(join(pending, name), 'tail that breaks the checksum');
+    store.down = undefined;
+    queue = makeQueue();
+    await queue.start();
+    expect(queue.status().pending).toBe(0);
+    expect(readdirSync(join(dir, 'journal', 'damaged'))).toEqual([name]);
+  });
+});
