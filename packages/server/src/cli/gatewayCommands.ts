@@ -14,6 +14,13 @@ import {
   type ILiveServerRecord
 } from '../gateway/runtimeRecord';
 import { describeUpstream, parseUpstreamAddress, type UpstreamAddress } from '../gateway/upstream';
+import { Archiving } from '../archive/archiving';
+import {
+  loadStoreSettings,
+  SettingsError,
+  splitSettingsFlags,
+  type StoreSettings
+} from '../settings';
 import { packageVersion } from '../version';
 import { describeFlags, parseFlags, UsageError, type FlagSpec } from './flags';
 
@@ -101,6 +108,9 @@ through, so every save goes through jupyter-store.
 
 Options:
 ${describeFlags(LAB_FLAGS)}
+Settings: --StoreSettings.<name>=<value> for any setting of the README's configuration
+section (they beat STORE_OBJECT_* variables and jupyter_store_config.json files).
+
 If Jupyter exits, the gateway stops too, with a non-zero exit status: run it under a
 supervisor (systemd, a container runtime) to restart both.
 `;
@@ -111,24 +121,20 @@ Front a Jupyter Server that is already running (a JupyterHub single-user server,
 It must use the same root_dir and base_url, and be reachable only by the gateway.
 
 Options:
-${describeFlags(SERVE_FLAGS)}`;
+${describeFlags(SERVE_FLAGS)}
+Settings: --StoreSettings.<name>=<value> for any setting of the README's configuration
+section (they beat STORE_OBJECT_* variables and jupyter_store_config.json files).
+`;
 
 /** `jupyter-store lab`. */
 export async function runLab(argv: readonly string[]): Promise<void> {
   const separator = argv.indexOf('--');
   const extraArgs = separator >= 0 ? argv.slice(separator + 1) : [];
-  const { values } = parseFlags(separator >= 0 ? argv.slice(0, separator) : argv, LAB_FLAGS);
+  const split = splitSettingsFlags(separator >= 0 ? argv.slice(0, separator) : argv);
+  const { values } = parseFlags(split.rest, LAB_FLAGS);
   if (values.help) {
     process.stdout.write(LAB_USAGE);
     return;
-  }
-  const common = commonSettings(values);
-  if (values['no-auth'] && values.token !== undefined) {
-    throw new UsageError('--token and --no-auth cannot be combined');
-  }
-  const transport = (values['upstream-transport'] as string | undefined) ?? 'unix';
-  if (transport !== 'unix' && transport !== 'tcp') {
-    throw new UsageError(`--upstream-transport: '${transport}' is neither unix nor tcp`);
   }
   const jupyterFlag = values.jupyter as string | undefined;
   // A path is resolved here: Jupyter runs with the root directory as its working directory.
@@ -138,6 +144,14 @@ export async function runLab(argv: readonly string[]): Promise<void> {
       : jupyterFlag.includes(path.sep)
         ? path.resolve(jupyterFlag)
         : jupyterFlag;
+  const common = commonSettings(values, split.flags, jupyter ? pythonPrefixOf(jupyter) : undefined);
+  if (values['no-auth'] && values.token !== undefined) {
+    throw new UsageError('--token and --no-auth cannot be combined');
+  }
+  const transport = (values['upstream-transport'] as string | undefined) ?? 'unix';
+  if (transport !== 'unix' && transport !== 'tcp') {
+    throw new UsageError(`--upstream-transport: '${transport}' is neither unix nor tcp`);
+  }
   if (jupyter && jupyter.includes(path.sep) && !isExecutableFile(jupyter)) {
     throw new UsageError(`--jupyter: '${jupyter}' is not an executable file`);
   }
@@ -199,12 +213,13 @@ export async function runLab(argv: readonly string[]): Promise<void> {
 
 /** `jupyter-store serve`. */
 export async function runServe(argv: readonly string[]): Promise<void> {
-  const { values } = parseFlags(argv, SERVE_FLAGS);
+  const split = splitSettingsFlags(argv);
+  const { values } = parseFlags(split.rest, SERVE_FLAGS);
   if (values.help) {
     process.stdout.write(SERVE_USAGE);
     return;
   }
-  const common = commonSettings(values);
+  const common = commonSettings(values, split.flags, process.env.VIRTUAL_ENV);
   if (values.upstream === undefined) throw new UsageError('--upstream is required');
   let upstream: UpstreamAddress;
   try {
@@ -223,6 +238,7 @@ export async function runServe(argv: readonly string[]): Promise<void> {
 }
 
 interface ICommonSettings {
+  store: StoreSettings;
   ip: string;
   port: number;
   rootDir: string;
@@ -236,7 +252,11 @@ interface ICommonSettings {
   runtimeDir: string;
 }
 
-function commonSettings(values: Record<string, string | boolean | undefined>): ICommonSettings {
+function commonSettings(
+  values: Record<string, string | boolean | undefined>,
+  storeFlags: Record<string, string>,
+  sysPrefix: string | undefined
+): ICommonSettings {
   const ip = (values.ip as string | undefined) ?? '127.0.0.1';
   const port = values.port === undefined ? 8888 : Number(values.port);
   if (!/^\d+$/.test(String(values.port ?? '8888')) || port > 65535) {
@@ -265,10 +285,18 @@ function commonSettings(values: Record<string, string | boolean | undefined>): I
       throw new UsageError(`--allow-origin-pat: '${pattern}' is not a regular expression`);
     }
   }
+  let store: StoreSettings;
+  try {
+    store = loadStoreSettings({ flags: storeFlags, configFile, sysPrefix }).settings;
+  } catch (error) {
+    if (error instanceof SettingsError) throw new UsageError(error.message);
+    throw error;
+  }
   return {
     ip,
     port,
     rootDir,
+    store,
     baseUrl: normalizeBaseUrl(baseUrlFlag ?? '/'),
     configFile: configFile === undefined ? undefined : path.resolve(configFile),
     allowRemoteAccess: Boolean(values['allow-remote-access']) || !isLoopbackBinding(ip),
@@ -314,6 +342,15 @@ async function startGateway(
     },
     log
   });
+  try {
+    const archiving = await Archiving.start(common.store, gateway.manager, log);
+    gateway.app.locals.archiving = archiving;
+    gateway.onShutdown(() => archiving.close());
+  } catch (error) {
+    log.fatal({ err: (error as Error).message }, 'cannot start archiving');
+    await gateway.close({ drainTimeoutMs: 0 });
+    return null;
+  }
   try {
     await gateway.listen(common.port, common.ip);
   } catch (error) {
@@ -424,6 +461,19 @@ class Lifecycle {
   }
 
   private _recordWritten = false;
+}
+
+/**
+ * The Python environment (`sys.prefix`) a `jupyter` executable belongs to: `<prefix>/bin/jupyter`
+ * (symlinks resolved), so `<prefix>/etc/jupyter` is its environment config directory.
+ */
+function pythonPrefixOf(jupyter: string): string | undefined {
+  if (!jupyter.includes(path.sep)) return undefined;
+  try {
+    return path.dirname(path.dirname(fs.realpathSync(jupyter)));
+  } catch {
+    return undefined;
+  }
 }
 
 /** Jupyter's rule for allow_remote_access: on unless bound to a loopback address. */

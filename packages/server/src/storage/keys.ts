@@ -43,6 +43,7 @@ export function objectDisplayName(bucket: string, prefix: string, path = ''): st
 export function displayable(text: string): string {
   return text.replace(
     // C0/C1 controls, line and paragraph separators, bidi marks and overrides, BOM.
+    // eslint-disable-next-line no-control-regex -- finding control characters is the point
     /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/g,
     character => `\\u{${character.codePointAt(0)!.toString(16)}}`
   );
@@ -54,6 +55,35 @@ const BUCKET_NAME = /^(?!xn--)(?!.*\.\.)(?!\d+\.\d+\.\d+\.\d+$)[a-z0-9][a-z0-9.-
 /** Is `name` a valid S3 bucket name (3–63 lowercase letters, digits, dots, hyphens)? */
 export function isValidBucketName(name: string): boolean {
   return BUCKET_NAME.test(name);
+}
+
+/** S3's limit on key length, in UTF-8 bytes. */
+const KEY_LIMIT_BYTES = 1024;
+
+/**
+ * Check an object key as S3 does, so both stores refuse the same keys: not empty, well-formed
+ * Unicode (a lone surrogate would be stored as U+FFFD and name another key), at most 1024 bytes.
+ *
+ * @throws ObjectStoreError `bad-request` otherwise.
+ */
+export function checkObjectKey(key: string): void {
+  if (key === '') {
+    throw new ObjectStoreError('bad-request', 'An object key must not be empty', 'InvalidKey');
+  }
+  if (!key.isWellFormed()) {
+    throw new ObjectStoreError(
+      'bad-request',
+      'An object key must be well-formed Unicode',
+      'InvalidKey'
+    );
+  }
+  if (Buffer.byteLength(key) > KEY_LIMIT_BYTES) {
+    throw new ObjectStoreError(
+      'bad-request',
+      `An object key must be at most ${KEY_LIMIT_BYTES} bytes long`,
+      'KeyTooLongError'
+    );
+  }
 }
 
 /** S3's limit on user metadata: keys and values together, in UTF-8 bytes. */
@@ -101,5 +131,9 @@ export function normalizeMetadata(metadata: Record<string, string> = {}): Record
 }
 
 function invalidMetadata(reason: string): ObjectStoreError {
-  return new ObjectStoreError('bad-request', `Invalid object metadata: ${reason}`, 'InvalidMetadata');
+  return new ObjectStoreError(
+    'bad-request',
+    `Invalid object metadata: ${reason}`,
+    'InvalidMetadata'
+  );
 }

@@ -1,0 +1,568 @@
+import { createHash, randomBytes } from 'node:crypto';
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import { syncDirectory, writeFileAtomic } from '../contents/fileio';
+import { hasErrorCode } from '../errors';
+import { checkObjectKey, displayable, isValidBucketName, normalizeMetadata } from './keys';
+import {
+  ObjectStoreError,
+  type IBucketCheck,
+  type IObject,
+  type IObjectHead,
+  type IObjectStore,
+  type IObjectVersion,
+  type IPutResult
+} from './objectStore';
+
+/**
+ * The embedded object store: versioned objects in a directory on local disk, so that archiving
+ * works on a fresh machine with nothing configured.
+ *
+ * #### Notes
+ * Layout: `<root>/<bucket>/objects/<h>/<sha256 of key>/<version id>.v`, one immutable file per
+ * version holding a small JSON header (key, size, ETag, content type, metadata) and the body.
+ *
+ * - Keys are hashed rather than encoded into readable names: any key (`/`, `..`, Unicode, 1024
+ *   bytes) then maps to one fixed-length, lowercase hex name, which cannot leave the root, never
+ *   exceeds a file-name limit, and cannot collide on case- or normalization-insensitive file
+ *   systems (macOS). The key is kept in each version's header and checked on every read.
+ * - Each version file is written with {@link writeFileAtomic} (temporary file, fsync, rename,
+ *   directory fsync), so a crash leaves either no new version or a complete one; a killed
+ *   writer's temporary file does not have a version file's name and is never read.
+ * - There is no mutable "latest" pointer: the latest version is the greatest version id in the
+ *   key's directory. Version ids are a 13-digit millisecond time, a 6-digit counter and 16 random
+ *   hex digits; within one process they increase in write order, because puts to one key are
+ *   serialized and the clock is never allowed to run backwards. Separate processes writing the
+ *   same key concurrently are not ordered against each other.
+ * - Buckets are directories. `createBucket` makes one; the bucket named in the options is
+ *   created on first use (not in the constructor, which cannot report a failure).
+ */
+export class LocalObjectStore implements IObjectStore {
+  constructor(options: LocalObjectStore.IOptions) {
+    this._root = path.resolve(options.root);
+    this._defaultBucket = options.defaultBucket;
+    if (this._defaultBucket !== undefined) Private.checkBucketName(this._defaultBucket);
+    this.description = `local directory ${this._root}`;
+  }
+
+  /** `local directory <root>`. */
+  readonly description: string;
+
+  /**
+   * Create a bucket (its directory); nothing happens if it exists.
+   *
+   * @throws ObjectStoreError `bad-request` for a name S3 would refuse.
+   */
+  async createBucket(bucket: string): Promise<void> {
+    Private.checkBucketName(bucket);
+    await this._run({ operation: 'create', bucket }, () => this._createBucket(bucket));
+  }
+
+  /** Write a new immutable version of `key`; see the class notes for crash safety. */
+  async put(
+    bucket: string,
+    key: string,
+    body: Buffer,
+    options: { contentType?: string; metadata?: Record<string, string> } = {}
+  ): Promise<IPutResult> {
+    const target = { operation: 'write', bucket, key };
+    Private.checkTarget(target);
+    const metadata = normalizeMetadata(options.metadata);
+    return this._run(target, async () => {
+      await this._requireBucket(bucket);
+      const directory = this._keyDirectory(bucket, key);
+      return this._serialize(directory, async () => {
+        await Private.makeDirectoryDurably(directory);
+        const versionId = Private.nextVersionId();
+        const header: Private.IHeader = {
+          key,
+          versionId,
+          size: body.length,
+          etag: `"${createHash('md5').update(body).digest('hex')}"`,
+          contentType: options.contentType ?? 'application/octet-stream',
+          metadata,
+          lastModified: Private.versionTime(versionId)
+        };
+        await writeFileAtomic(
+          path.join(directory, Private.versionFileName(versionId)),
+          Private.encodeVersion(header, body)
+        );
+        return { versionId, etag: header.etag };
+      });
+    });
+  }
+
+  /** Read `key` (its latest version, or the one named) whole. */
+  async get(bucket: string, key: string, versionId?: string): Promise<IObject> {
+    const target = { operation: 'read', bucket, key, versionId };
+    Private.checkTarget(target);
+    return this._run(target, async () => {
+      const { header, file } = await this._find(bucket, key, versionId);
+      const bytes = await fs.readFile(file);
+      const version = Private.decodeVersion(bytes, key, header.versionId);
+      if (!version) throw Private.notFound(target, versionId ? 'NoSuchVersion' : 'NoSuchKey');
+      return {
+        body: version.body,
+        versionId: version.header.versionId,
+        lastModified: new Date(version.header.lastModified),
+        contentType: version.header.contentType,
+        metadata: { ...version.header.metadata }
+      };
+    });
+  }
+
+  /** Describe `key` (its latest version, or the one named) from the version's header. */
+  async head(bucket: string, key: string, versionId?: string): Promise<IObjectHead> {
+    const target = { operation: 'read', bucket, key, versionId };
+    Private.checkTarget(target);
+    return this._run(target, async () => {
+      const { header } = await this._find(bucket, key, versionId);
+      return {
+        versionId: header.versionId,
+        size: header.size,
+        lastModified: new Date(header.lastModified),
+        etag: header.etag,
+        metadata: { ...header.metadata }
+      };
+    });
+  }
+
+  /** Every complete version of exactly `key`, newest first; empty for a key never written. */
+  async listVersions(bucket: string, key: string): Promise<IObjectVersion[]> {
+    const target = { operation: 'list the versions of', bucket, key };
+    Private.checkTarget(target);
+    return this._run(target, async () => {
+      await this._requireBucket(bucket);
+      const headers = await this._versions(bucket, key);
+      return headers.map((header, index) => ({
+        versionId: header.versionId,
+        lastModified: new Date(header.lastModified),
+        size: header.size,
+        isLatest: index === 0
+      }));
+    });
+  }
+
+  /** An existing bucket directory is a bucket, always versioned (`Enabled`). */
+  async checkBucket(bucket: string): Promise<IBucketCheck> {
+    const target = { operation: 'check', bucket };
+    Private.checkTarget(target);
+    return this._run(target, async () => {
+      await this._requireBucket(bucket);
+      return { versioning: 'Enabled' };
+    });
+  }
+
+  /** Wait for the calls under way; later calls fail as `unavailable`. */
+  async close(): Promise<void> {
+    this._closed = true;
+    await Promise.allSettled(this._pending);
+  }
+
+  /**
+   * The directory holding the versions of `key`: for operators looking for a key's files, and for
+   * tests that simulate a crash. It always lies inside the bucket's directory.
+   */
+  locate(bucket: string, key: string): string {
+    Private.checkTarget({ operation: 'locate', bucket, key });
+    return this._keyDirectory(bucket, key);
+  }
+
+  /** Run one call: refuse after close, create the default bucket once, map file-system errors. */
+  private async _run<T>(target: Private.ITarget, call: () => Promise<T>): Promise<T> {
+    if (this._closed) {
+      throw new ObjectStoreError(
+        'unavailable',
+        `Could not ${target.operation} ${Private.describe(target)}: the store is closed`,
+        'StoreClosed'
+      );
+    }
+    const running = (async () => {
+      try {
+        if (this._defaultBucket !== undefined) {
+          this._defaultBucketReady ??= this._createBucket(this._defaultBucket).catch(error => {
+            // Let a later call try again (the directory may become writable).
+            this._defaultBucketReady = undefined;
+            throw error;
+          });
+          await this._defaultBucketReady;
+        }
+        return await call();
+      } catch (error) {
+        throw Private.fileError(error, target);
+      }
+    })();
+    this._pending.add(running);
+    try {
+      return await running;
+    } finally {
+      this._pending.delete(running);
+    }
+  }
+
+  private async _createBucket(bucket: string): Promise<void> {
+    await Private.makeDirectoryDurably(path.join(this._bucketDirectory(bucket), 'objects'));
+  }
+
+  private async _requireBucket(bucket: string): Promise<void> {
+    try {
+      const stats = await fs.stat(this._bucketDirectory(bucket));
+      if (stats.isDirectory()) return;
+    } catch (error) {
+      if (!hasErrorCode(error, 'ENOENT', 'ENOTDIR')) throw error;
+    }
+    throw Private.notFound({ operation: 'use', bucket }, 'NoSuchBucket');
+  }
+
+  /** The header and file of the version asked for, or of the latest complete version. */
+  private async _find(
+    bucket: string,
+    key: string,
+    versionId: string | undefined
+  ): Promise<{ header: Private.IHeader; file: string }> {
+    await this._requireBucket(bucket);
+    const directory = this._keyDirectory(bucket, key);
+    const target = { operation: 'read', bucket, key, versionId };
+    if (versionId === undefined) {
+      const [latest] = await this._versions(bucket, key, 1);
+      if (!latest) throw Private.notFound(target, 'NoSuchKey');
+      return {
+        header: latest,
+        file: path.join(directory, Private.versionFileName(latest.versionId))
+      };
+    }
+    if (!Private.isVersionId(versionId)) {
+      // S3 servers accept "null" (the version of an object written before versioning was on).
+      if (versionId === 'null') throw Private.notFound(target, 'NoSuchVersion');
+      throw new ObjectStoreError(
+        'bad-request',
+        `Could not read ${Private.describe(target)}: "${displayable(versionId)}" is not a valid ` +
+          'version id (InvalidArgument)',
+        'InvalidArgument'
+      );
+    }
+    const file = path.join(directory, Private.versionFileName(versionId));
+    const header = await Private.readHeader(file, key, versionId);
+    if (!header) throw Private.notFound(target, 'NoSuchVersion');
+    return { header, file };
+  }
+
+  /**
+   * The complete versions of `key`, newest first; with `limit`, only that many (the latest
+   * is found without reading every header).
+   */
+  private async _versions(
+    bucket: string,
+    key: string,
+    limit = Infinity
+  ): Promise<Private.IHeader[]> {
+    const directory = this._keyDirectory(bucket, key);
+    let names: string[];
+    try {
+      names = await fs.readdir(directory);
+    } catch (error) {
+      if (hasErrorCode(error, 'ENOENT', 'ENOTDIR')) return [];
+      throw error;
+    }
+    const ids = names
+      .map(Private.versionIdOfFileName)
+      .filter((id): id is string => id !== undefined)
+      .sort()
+      .reverse();
+    const headers: Private.IHeader[] = [];
+    // Read headers in batches: a key with thousands of versions must not open thousands of
+    // files at once, and finding the latest usually needs only the first.
+    const batchSize = Math.min(64, limit);
+    for (let start = 0; start < ids.length && headers.length < limit; start += batchSize) {
+      const batch = ids.slice(start, start + batchSize);
+      const read = await Promise.all(
+        batch.map(id =>
+          Private.readHeader(path.join(directory, Private.versionFileName(id)), key, id)
+        )
+      );
+      for (const header of read) {
+        // An incomplete file is skipped: it is not a version (see Private.readHeader).
+        if (header && headers.length < limit) headers.push(header);
+      }
+    }
+    return headers;
+  }
+
+  /** Run `call` after every earlier call for the same key directory, so ids follow write order. */
+  private async _serialize<T>(directory: string, call: () => Promise<T>): Promise<T> {
+    const previous = this._keyLocks.get(directory) ?? Promise.resolve();
+    const result = previous.then(call);
+    const settled = result.then(
+      () => undefined,
+      () => undefined
+    );
+    this._keyLocks.set(directory, settled);
+    try {
+      return await result;
+    } finally {
+      if (this._keyLocks.get(directory) === settled) this._keyLocks.delete(directory);
+    }
+  }
+
+  private _bucketDirectory(bucket: string): string {
+    // The name was validated (lowercase letters, digits, dots, hyphens; no '..'), so it is one
+    // plain directory name below the root.
+    return path.join(this._root, bucket);
+  }
+
+  private _keyDirectory(bucket: string, key: string): string {
+    const hash = createHash('sha256').update(key, 'utf8').digest('hex');
+    return path.join(this._bucketDirectory(bucket), 'objects', hash.slice(0, 2), hash);
+  }
+
+  private readonly _root: string;
+  private readonly _defaultBucket: string | undefined;
+  private _defaultBucketReady: Promise<void> | undefined;
+  private _closed = false;
+  private readonly _pending = new Set<Promise<unknown>>();
+  private readonly _keyLocks = new Map<string, Promise<void>>();
+}
+
+export namespace LocalObjectStore {
+  export interface IOptions {
+    /** The directory holding the buckets; created when needed. */
+    root: string;
+    /** A bucket created on first use when missing (the embedded default's own bucket). */
+    defaultBucket?: string;
+  }
+}
+
+namespace Private {
+  /** What a call addresses. */
+  export interface ITarget {
+    readonly operation: string;
+    readonly bucket: string;
+    readonly key?: string;
+    readonly versionId?: string;
+  }
+
+  /** What a version file says about its version. */
+  export interface IHeader {
+    readonly key: string;
+    readonly versionId: string;
+    readonly size: number;
+    readonly etag: string;
+    readonly contentType: string;
+    readonly metadata: Readonly<Record<string, string>>;
+    /** Milliseconds since the epoch. */
+    readonly lastModified: number;
+  }
+
+  /** First bytes of every version file; a later format gets a new magic. */
+  const MAGIC = Buffer.from('JSOBJv1\n', 'latin1');
+
+  /** Magic plus a 32-bit header length. */
+  const PREAMBLE_BYTES = MAGIC.length + 4;
+
+  /** Headers are small (metadata is at most 2 KB, keys 1 KB); a bigger one is damage. */
+  const HEADER_LIMIT_BYTES = 64 * 1024;
+
+  const VERSION_ID = /^\d{13}-\d{6}-[0-9a-f]{16}$/;
+  const VERSION_SUFFIX = '.v';
+
+  export function isVersionId(text: string): boolean {
+    return VERSION_ID.test(text);
+  }
+
+  export function versionFileName(versionId: string): string {
+    return versionId + VERSION_SUFFIX;
+  }
+
+  /** The id of a version file's name; undefined for anything else (temporary files). */
+  export function versionIdOfFileName(name: string): string | undefined {
+    if (!name.endsWith(VERSION_SUFFIX)) return undefined;
+    const id = name.slice(0, -VERSION_SUFFIX.length);
+    return isVersionId(id) ? id : undefined;
+  }
+
+  /** The time part of a version id, in ms. */
+  export function versionTime(versionId: string): number {
+    return Number(versionId.slice(0, 13));
+  }
+
+  let lastMs = 0;
+  let counter = 0;
+
+  /**
+   * A new version id, greater than every id this process made before.
+   *
+   * #### Notes
+   * If the clock steps back, ids keep the last time and count on, so order never breaks; the
+   * counter allows a million ids per millisecond before time is pushed forward by one.
+   */
+  export function nextVersionId(): string {
+    const now = Date.now();
+    if (now > lastMs) {
+      lastMs = now;
+      counter = 0;
+    } else if (++counter > 999999) {
+      lastMs += 1;
+      counter = 0;
+    }
+    const time = String(lastMs).padStart(13, '0');
+    return `${time}-${String(counter).padStart(6, '0')}-${randomBytes(8).toString('hex')}`;
+  }
+
+  export function encodeVersion(header: IHeader, body: Buffer): Buffer[] {
+    const json = Buffer.from(JSON.stringify(header), 'utf8');
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(json.length);
+    return [MAGIC, length, json, body];
+  }
+
+  /**
+   * The header and body of a whole version file, or undefined when the file is not a complete
+   * version of `key` (damage a crash on a file system without ordered writes could leave).
+   */
+  export function decodeVersion(
+    bytes: Buffer,
+    key: string,
+    versionId: string
+  ): { header: IHeader; body: Buffer } | undefined {
+    const header = parseHeader(bytes, key, versionId);
+    if (!header) return undefined;
+    const start = PREAMBLE_BYTES + bytes.readUInt32BE(MAGIC.length);
+    if (bytes.length !== start + header.size) return undefined;
+    return { header, body: bytes.subarray(start) };
+  }
+
+  /** The header of a version file, checked against its file's length; undefined if absent or incomplete. */
+  export async function readHeader(
+    file: string,
+    key: string,
+    versionId: string
+  ): Promise<IHeader | undefined> {
+    let handle: fs.FileHandle;
+    try {
+      handle = await fs.open(file, 'r');
+    } catch (error) {
+      if (hasErrorCode(error, 'ENOENT', 'ENOTDIR')) return undefined;
+      throw error;
+    }
+    try {
+      const { size } = await handle.stat();
+      const preamble = Buffer.alloc(PREAMBLE_BYTES);
+      const { bytesRead } = await handle.read(preamble, 0, PREAMBLE_BYTES, 0);
+      if (bytesRead < PREAMBLE_BYTES || !preamble.subarray(0, MAGIC.length).equals(MAGIC)) {
+        return undefined;
+      }
+      const headerLength = preamble.readUInt32BE(MAGIC.length);
+      if (headerLength > HEADER_LIMIT_BYTES) return undefined;
+      const json = Buffer.alloc(headerLength);
+      const read = await handle.read(json, 0, headerLength, PREAMBLE_BYTES);
+      if (read.bytesRead < headerLength) return undefined;
+      const header = parseHeader(Buffer.concat([preamble, json]), key, versionId);
+      if (!header || size !== PREAMBLE_BYTES + headerLength + header.size) return undefined;
+      return header;
+    } finally {
+      await handle.close();
+    }
+  }
+
+  function parseHeader(bytes: Buffer, key: string, versionId: string): IHeader | undefined {
+    if (bytes.length < PREAMBLE_BYTES || !bytes.subarray(0, MAGIC.length).equals(MAGIC)) {
+      return undefined;
+    }
+    const headerLength = bytes.readUInt32BE(MAGIC.length);
+    if (headerLength > HEADER_LIMIT_BYTES || bytes.length < PREAMBLE_BYTES + headerLength) {
+      return undefined;
+    }
+    let header: IHeader;
+    try {
+      header = JSON.parse(
+        bytes.subarray(PREAMBLE_BYTES, PREAMBLE_BYTES + headerLength).toString('utf8')
+      ) as IHeader;
+    } catch {
+      return undefined;
+    }
+    // The key check also guards against a hash collision, however unlikely.
+    if (header?.key !== key || header.versionId !== versionId) return undefined;
+    if (!Number.isSafeInteger(header.size) || header.size < 0) return undefined;
+    return header;
+  }
+
+  /**
+   * `mkdir -p`, then fsync the parent of every directory it created, so the new entries survive
+   * a power cut as the version file's own rename does.
+   */
+  export async function makeDirectoryDurably(directory: string): Promise<void> {
+    const first = await fs.mkdir(directory, { recursive: true });
+    if (first === undefined) return;
+    const created: string[] = [];
+    for (let current = directory; ; current = path.dirname(current)) {
+      created.push(current);
+      if (current === first || path.dirname(current) === current) break;
+    }
+    for (const each of created.reverse()) await syncDirectory(path.dirname(each));
+  }
+
+  export function checkBucketName(bucket: string): void {
+    if (!isValidBucketName(bucket)) {
+      throw new ObjectStoreError(
+        'bad-request',
+        `"${displayable(bucket)}" is not a valid bucket name (3-63 lowercase letters, digits, ` +
+          'dots, hyphens) (InvalidBucketName)',
+        'InvalidBucketName'
+      );
+    }
+  }
+
+  export function checkTarget(target: ITarget): void {
+    checkBucketName(target.bucket);
+    if (target.key !== undefined) checkObjectKey(target.key);
+  }
+
+  /** `s3://bucket/key`, `version "v" of s3://bucket/key`, or `bucket "b"`, log-safe. */
+  export function describe(target: ITarget): string {
+    if (target.key === undefined) return `bucket "${displayable(target.bucket)}"`;
+    const where = displayable(`s3://${target.bucket}/${target.key}`);
+    return target.versionId === undefined
+      ? where
+      : `version "${displayable(target.versionId)}" of ${where}`;
+  }
+
+  export function notFound(
+    target: ITarget,
+    code: 'NoSuchBucket' | 'NoSuchKey' | 'NoSuchVersion'
+  ): ObjectStoreError {
+    const message =
+      code === 'NoSuchBucket'
+        ? `The bucket "${displayable(target.bucket)}" does not exist`
+        : code === 'NoSuchVersion'
+          ? `Version "${displayable(target.versionId ?? '')}" of ` +
+            `${describe({ ...target, versionId: undefined })} does not exist`
+          : `${describe(target)} does not exist`;
+    return new ObjectStoreError('not-found', `${message} (${code})`, code);
+  }
+
+  /** A file-system failure as an ObjectStoreError; ObjectStoreErrors pass through. */
+  export function fileError(error: unknown, target: ITarget): ObjectStoreError {
+    if (error instanceof ObjectStoreError) return error;
+    const code =
+      typeof (error as NodeJS.ErrnoException)?.code === 'string'
+        ? (error as NodeJS.ErrnoException).code!
+        : 'UnknownError';
+    const what = `Could not ${target.operation} ${describe(target)}`;
+    if (hasErrorCode(error, 'EACCES', 'EPERM', 'EROFS')) {
+      // Not transient: the store's directory needs its permissions fixed.
+      return new ObjectStoreError(
+        'access-denied',
+        `${what}: the store's directory may not be written or read (${code})`,
+        code
+      );
+    }
+    if (hasErrorCode(error, 'ENOSPC', 'EDQUOT')) {
+      return new ObjectStoreError('unavailable', `${what}: the disk is full (${code})`, code);
+    }
+    return new ObjectStoreError(
+      'unavailable',
+      `${what}: a file-system error occurred (${code})`,
+      code
+    );
+  }
+}

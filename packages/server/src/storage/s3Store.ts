@@ -1,0 +1,642 @@
+import {
+  GetBucketVersioningCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectVersionsCommand,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig
+} from '@aws-sdk/client-s3';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { checkObjectKey, displayable, normalizeMetadata } from './keys';
+import {
+  ObjectStoreError,
+  type IBucketCheck,
+  type IObject,
+  type IObjectHead,
+  type IObjectStore,
+  type IObjectVersion,
+  type IPutResult
+} from './objectStore';
+
+/**
+ * The object store on S3 or an S3-compatible server (MinIO, versitygw, Ceph …), through one
+ * shared AWS SDK v3 client.
+ *
+ * #### Notes
+ * Bodies are Buffers, never streams: the SDK then sends a plain body with a CRC32 header (no
+ * `aws-chunked` framing, which some servers mishandle) and can retry the request itself. The SDK's
+ * standard retries cover short blips; longer outages surface as `unavailable` for the caller's
+ * durable queue. Every failure is an {@link ObjectStoreError} made by {@link toObjectStoreError},
+ * whose messages are our own sentences: the servers' texts can quote the access key id.
+ */
+export class S3ObjectStore implements IObjectStore {
+  constructor(options: S3ObjectStore.IOptions) {
+    this._connectionTimeoutMs = options.connectionTimeoutMs ?? 5000;
+    this._requestTimeoutMs = options.requestTimeoutMs ?? 30000;
+    const where = options.endpoint ? Private.endpointForDisplay(options.endpoint) : 'AWS S3';
+    this._where = where;
+    this.description = `${where}, region ${options.region}`;
+    // Both agents: a plain-http endpoint (local servers, tests) goes through httpAgent, and the
+    // handler's default of 50 sockets would not follow max_threads.
+    const agentOptions = { keepAlive: true, maxSockets: options.maxSockets };
+    const checksums = options.checksums === 'when_required' ? 'WHEN_REQUIRED' : 'WHEN_SUPPORTED';
+    const config: S3ClientConfig = {
+      region: options.region,
+      maxAttempts: options.maxAttempts ?? 3,
+      requestChecksumCalculation: checksums,
+      responseChecksumValidation: checksums,
+      requestHandler: new NodeHttpHandler({
+        httpAgent: agentOptions,
+        httpsAgent: agentOptions,
+        connectionTimeout: this._connectionTimeoutMs,
+        // Without throwOnRequestTimeout the handler only logs a warning when the time is up.
+        requestTimeout: this._requestTimeoutMs,
+        throwOnRequestTimeout: true,
+        // requestTimeout stops counting once the headers are in; an idle limit on the socket
+        // also ends a body that stalls halfway.
+        socketTimeout: this._requestTimeoutMs
+      })
+    };
+    if (options.endpoint) {
+      // Local and self-hosted servers have no per-bucket DNS names.
+      config.endpoint = options.endpoint;
+      config.forcePathStyle = true;
+    }
+    if (options.accessKeyId !== undefined && options.secretAccessKey !== undefined) {
+      config.credentials = {
+        accessKeyId: options.accessKeyId,
+        secretAccessKey: options.secretAccessKey
+      };
+    }
+    this._client = new S3Client(config);
+    Private.trackAttempts(this._client);
+  }
+
+  /** Where the store is, for logs and feature detection: endpoint (without credentials) and region. */
+  readonly description: string;
+
+  /**
+   * Write a new version of `key` with a single PutObject.
+   *
+   * @throws ObjectStoreError `bad-request` for invalid metadata, else as mapped from the server.
+   */
+  async put(
+    bucket: string,
+    key: string,
+    body: Buffer,
+    options: { contentType?: string; metadata?: Record<string, string> } = {}
+  ): Promise<IPutResult> {
+    const target = { operation: 'write', bucket, key };
+    Private.checkTarget(target);
+    const output = await this._guard(target, () =>
+      this._client.send(
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          Body: body,
+          ContentType: options.contentType,
+          Metadata: normalizeMetadata(options.metadata)
+        })
+      )
+    );
+    return { versionId: output.VersionId ?? null, etag: output.ETag };
+  }
+
+  /**
+   * Read `key` (or one version of it) whole.
+   *
+   * #### Notes
+   * The body is always consumed or destroyed, so a failed read never keeps a pooled socket busy.
+   */
+  async get(bucket: string, key: string, versionId?: string): Promise<IObject> {
+    const target = { operation: 'read', bucket, key, versionId };
+    Private.checkTarget(target);
+    const output = await this._guard(target, () =>
+      this._client.send(new GetObjectCommand({ Bucket: bucket, Key: key, VersionId: versionId }))
+    );
+    let body: Buffer;
+    try {
+      const bytes = output.Body ? await output.Body.transformToByteArray() : new Uint8Array();
+      body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    } catch (error) {
+      (output.Body as { destroy?: () => void } | undefined)?.destroy?.();
+      throw this._error(error, target, true);
+    }
+    if (output.ContentLength !== undefined && output.ContentLength !== body.length) {
+      throw new ObjectStoreError(
+        'unavailable',
+        `Could not read ${Private.describe(target)}: the object store sent ${body.length} of ` +
+          `${output.ContentLength} bytes`,
+        'IncompleteBody'
+      );
+    }
+    return {
+      body,
+      versionId: output.VersionId ?? null,
+      lastModified: output.LastModified ?? null,
+      contentType: output.ContentType,
+      metadata: Private.lowerCaseKeys(output.Metadata)
+    };
+  }
+
+  /** Describe `key` (or one version of it) with HeadObject. */
+  async head(bucket: string, key: string, versionId?: string): Promise<IObjectHead> {
+    const target = { operation: 'read', bucket, key, versionId };
+    Private.checkTarget(target);
+    const output = await this._guard(target, () =>
+      this._client.send(new HeadObjectCommand({ Bucket: bucket, Key: key, VersionId: versionId }))
+    );
+    return {
+      versionId: output.VersionId ?? null,
+      size: output.ContentLength ?? 0,
+      lastModified: output.LastModified ?? null,
+      etag: output.ETag,
+      metadata: Private.lowerCaseKeys(output.Metadata)
+    };
+  }
+
+  /**
+   * Every version of exactly `key`, newest first, delete markers left out.
+   *
+   * #### Notes
+   * ListObjectVersions can only filter by prefix, so `a.ipynb` also lists `a.ipynb.bak` and
+   * `a.ipynb/x`; those are dropped. The listing is ordered by key and `key` sorts before every
+   * longer key it prefixes, so paging stops at the first other key.
+   */
+  async listVersions(bucket: string, key: string): Promise<IObjectVersion[]> {
+    const target = { operation: 'list the versions of', bucket, key };
+    Private.checkTarget(target);
+    const versions: IObjectVersion[] = [];
+    let keyMarker: string | undefined;
+    let versionIdMarker: string | undefined;
+    while (true) {
+      const page = await this._guard(target, () =>
+        this._client.send(
+          new ListObjectVersionsCommand({
+            Bucket: bucket,
+            Prefix: key,
+            KeyMarker: keyMarker,
+            VersionIdMarker: versionIdMarker
+          })
+        )
+      );
+      let passedKey = false;
+      for (const version of page.Versions ?? []) {
+        if (version.Key !== key) {
+          passedKey = true;
+          continue;
+        }
+        versions.push({
+          versionId: version.VersionId ?? 'null',
+          lastModified: version.LastModified ?? new Date(0),
+          size: version.Size ?? 0,
+          isLatest: version.IsLatest ?? false
+        });
+      }
+      passedKey ||= (page.DeleteMarkers ?? []).some(marker => marker.Key !== key);
+      if (passedKey || !page.IsTruncated) return versions;
+      keyMarker = page.NextKeyMarker;
+      versionIdMarker = page.NextVersionIdMarker;
+      if (keyMarker === undefined) return versions;
+    }
+  }
+
+  /** HeadBucket (existence and permission), then GetBucketVersioning. */
+  async checkBucket(bucket: string): Promise<IBucketCheck> {
+    const target = { operation: 'check', bucket };
+    Private.checkTarget(target);
+    await this._guard(target, () => this._client.send(new HeadBucketCommand({ Bucket: bucket })));
+    const versioning = await this._guard(target, () =>
+      this._client.send(new GetBucketVersioningCommand({ Bucket: bucket }))
+    );
+    // A bucket whose versioning was never configured answers with no Status at all.
+    return { versioning: versioning.Status ?? 'Disabled' };
+  }
+
+  /** Close the pooled connections. Calls made afterwards fail. */
+  async close(): Promise<void> {
+    this._client.destroy();
+  }
+
+  /** Run one SDK call, turning its failure into an ObjectStoreError. */
+  private async _guard<Output>(
+    target: Private.ITarget,
+    call: () => Promise<Output>
+  ): Promise<Output> {
+    try {
+      return await call();
+    } catch (error) {
+      throw this._error(error, target, false);
+    }
+  }
+
+  private _error(error: unknown, target: Private.ITarget, readingBody: boolean): ObjectStoreError {
+    return toObjectStoreError(error, {
+      ...target,
+      where: this._where,
+      connectionTimeoutMs: this._connectionTimeoutMs,
+      requestTimeoutMs: this._requestTimeoutMs,
+      readingBody
+    });
+  }
+
+  private readonly _client: S3Client;
+  private readonly _where: string;
+  private readonly _connectionTimeoutMs: number;
+  private readonly _requestTimeoutMs: number;
+}
+
+export namespace S3ObjectStore {
+  export interface IOptions {
+    /** An S3-compatible server's URL; unset for AWS (then addressing is virtual-host style). */
+    endpoint?: string;
+    region: string;
+    /** Both or neither; neither uses the SDK's default chain (environment, profile, role). */
+    accessKeyId?: string;
+    secretAccessKey?: string;
+    /** Connections per protocol in the pool (`max_threads`). */
+    maxSockets: number;
+    /** Longest a request may take (and a body read may stall); default 30 s. */
+    requestTimeoutMs?: number;
+    /** Longest a connection may take to open; default 5 s. */
+    connectionTimeoutMs?: number;
+    /** The SDK's checksum mode; `when_required` for servers that reject CRC32 headers. */
+    checksums?: 'when_supported' | 'when_required';
+    /** Attempts per call including the first (SDK standard retries); default 3. */
+    maxAttempts?: number;
+  }
+}
+
+/** What a failed call was doing, for the message. */
+export interface IFailedCall {
+  /** A verb: `read`, `write`, `check`, `list the versions of`. */
+  readonly operation: string;
+  readonly bucket: string;
+  readonly key?: string;
+  readonly versionId?: string;
+  /** The server as {@link S3ObjectStore.description} names it (no credentials). */
+  readonly where: string;
+  readonly connectionTimeoutMs?: number;
+  readonly requestTimeoutMs?: number;
+  /** True when the failure came while reading a response body. */
+  readonly readingBody?: boolean;
+}
+
+/**
+ * Turn whatever the SDK or the network threw into an {@link ObjectStoreError}: the one place
+ * where S3 error codes, HTTP statuses and socket errors get their meaning.
+ *
+ * #### Notes
+ * The message is our own sentence plus the code, never the server's text, which can quote the
+ * access key id (`InvalidAccessKeyId`, `SignatureDoesNotMatch`). `ambiguous` is set when any
+ * attempt of the call (the SDK retries) may have reached the server without an answer that
+ * proves it was refused: a timeout, a cut connection, a 500/502/504.
+ */
+export function toObjectStoreError(error: unknown, call: IFailedCall): ObjectStoreError {
+  if (error instanceof ObjectStoreError) return error;
+  const record =
+    typeof error === 'object' && error !== null ? Private.callRecords.get(error) : undefined;
+  const facts = Private.facts(Private.unwrap(error));
+  const ambiguous = record?.maybeSent ?? Private.mayHaveApplied(error);
+  const what = Private.describe(call);
+  const { name, status, code } = facts;
+  const shown = code;
+
+  if (Private.UNAVAILABLE_NAMES.has(name) || (status !== undefined && status >= 500)) {
+    const throttled = Private.THROTTLE_NAMES.has(name) || status === 503;
+    const reason =
+      name === 'RequestTimeout'
+        ? 'the object store gave up waiting for the request'
+        : throttled
+          ? `the object store at ${call.where} asks to slow down or is unavailable`
+          : `the object store at ${call.where} answered with a server error (HTTP ${status ?? '5xx'})`;
+    return new ObjectStoreError(
+      'unavailable',
+      `Could not ${call.operation} ${what}: ${reason} (${shown})`,
+      code,
+      ambiguous
+    );
+  }
+  if (Private.NOT_FOUND_NAMES.has(name) || status === 404) {
+    let message: string;
+    if (name === 'NoSuchBucket' || call.key === undefined) {
+      message = `The bucket "${displayable(call.bucket)}" does not exist`;
+    } else if (name === 'NoSuchVersion' || call.versionId !== undefined) {
+      message = `Version "${displayable(call.versionId ?? '')}" of ${Private.describe({ ...call, versionId: undefined })} does not exist`;
+    } else {
+      message = `${what} does not exist`;
+    }
+    return new ObjectStoreError('not-found', `${message} (${shown})`, code, ambiguous);
+  }
+  if (Private.ACCESS_DENIED_NAMES.has(name) || status === 403 || status === 401) {
+    const reason =
+      name === 'InvalidAccessKeyId'
+        ? 'the object store does not know the configured access key id'
+        : name === 'SignatureDoesNotMatch'
+          ? 'the object store rejected the request signature; check the secret access key'
+          : name === 'ExpiredToken' || name === 'TokenRefreshRequired'
+            ? 'the object store credentials have expired'
+            : name === 'CredentialsProviderError'
+              ? 'no object store credentials were found (environment, profile or role)'
+              : 'access was denied; check the credentials and the bucket policy';
+    return new ObjectStoreError(
+      'access-denied',
+      `Could not ${call.operation} ${what}: ${reason} (${shown})`,
+      code,
+      ambiguous
+    );
+  }
+  if (status !== undefined && status >= 300 && status < 500) {
+    const reason =
+      name === 'InvalidBucketName'
+        ? `"${displayable(call.bucket)}" is not a valid bucket name`
+        : name === 'PermanentRedirect' || name === 'AuthorizationHeaderMalformed' || status === 301
+          ? 'the bucket is in another region than the one configured'
+          : call.versionId !== undefined && (name === 'InvalidArgument' || status === 400)
+            ? `"${displayable(call.versionId)}" is not a valid version id`
+            : 'the object store refused the request as invalid';
+    return new ObjectStoreError(
+      'bad-request',
+      `Could not ${call.operation} ${what}: ${reason} (${shown})`,
+      code,
+      ambiguous
+    );
+  }
+  return new ObjectStoreError(
+    'unavailable',
+    `Could not ${call.operation} ${what}: ${Private.networkReason(facts, call)} (${shown})`,
+    code,
+    ambiguous
+  );
+}
+
+namespace Private {
+  /** What a call addresses. */
+  export interface ITarget {
+    readonly operation: string;
+    readonly bucket: string;
+    readonly key?: string;
+    readonly versionId?: string;
+  }
+
+  /** Codes and names that mean "does not exist". */
+  export const NOT_FOUND_NAMES = new Set([
+    'NoSuchKey',
+    'NoSuchBucket',
+    'NoSuchVersion',
+    'NotFound'
+  ]);
+
+  /** Codes and names that mean "these credentials may not do this". */
+  export const ACCESS_DENIED_NAMES = new Set([
+    'AccessDenied',
+    'InvalidAccessKeyId',
+    'SignatureDoesNotMatch',
+    'ExpiredToken',
+    'TokenRefreshRequired',
+    'InvalidToken',
+    'AllAccessDisabled',
+    'AccountProblem',
+    'CredentialsProviderError'
+  ]);
+
+  /** Server-side refusals that say "try again later". */
+  export const THROTTLE_NAMES = new Set([
+    'SlowDown',
+    'Throttling',
+    'ThrottlingException',
+    'ThrottledException',
+    'TooManyRequestsException',
+    'RequestLimitExceeded',
+    'RequestThrottled',
+    'RequestThrottledException',
+    'ServiceUnavailable',
+    'BandwidthLimitExceeded',
+    'PriorRequestNotComplete'
+  ]);
+
+  /** Names that are transient whatever their status (`RequestTimeout` is a 400). */
+  export const UNAVAILABLE_NAMES = new Set([
+    ...THROTTLE_NAMES,
+    'RequestTimeout',
+    'RequestTimeoutException',
+    'InternalError'
+  ]);
+
+  /** Socket errors raised before a request could leave: nothing reached the server. */
+  const NOT_SENT_CODES = new Set([
+    'ECONNREFUSED',
+    'ENOTFOUND',
+    'EAI_AGAIN',
+    'EHOSTUNREACH',
+    'ENETUNREACH',
+    'EADDRNOTAVAIL',
+    'ERR_INVALID_URL'
+  ]);
+
+  /** The handler's message when the connect phase timed out (its error has no code). */
+  const CONNECT_TIMEOUT = /did not establish a connection/;
+
+  /** The handler's message when the whole request timed out (`ETIMEDOUT`). */
+  const REQUEST_TIMEOUT = /exceeded the configured \d+ ms requestTimeout/;
+
+  /** The handler's message when a socket stayed idle too long. */
+  const SOCKET_TIMEOUT = /timed out after \d+ ms of inactivity/;
+
+  /** What an SDK, HTTP or socket error says about itself. */
+  export interface IFacts {
+    /** The S3 error code, or the error's class name (`TimeoutError`, `Error`). */
+    readonly name: string;
+    readonly status?: number;
+    /** The best code to report: the S3 code, the socket code, or the name. */
+    readonly code: string;
+    readonly socketCode?: string;
+    readonly message: string;
+  }
+
+  export function facts(error: unknown): IFacts {
+    if (typeof error !== 'object' || error === null) {
+      return { name: 'UnknownError', code: 'UnknownError', message: String(error) };
+    }
+    const record = error as {
+      name?: unknown;
+      code?: unknown;
+      message?: unknown;
+      errors?: unknown;
+      $metadata?: { httpStatusCode?: unknown };
+      $response?: { statusCode?: unknown };
+    };
+    const name = typeof record.name === 'string' ? record.name : 'Error';
+    const rawStatus = record.$metadata?.httpStatusCode ?? record.$response?.statusCode;
+    const status = typeof rawStatus === 'number' && rawStatus > 0 ? rawStatus : undefined;
+    let socketCode = typeof record.code === 'string' ? record.code : undefined;
+    // Node's happy-eyeballs connect reports one AggregateError for all addresses it tried.
+    if (socketCode === undefined && Array.isArray(record.errors)) {
+      const inner = record.errors.find(
+        (each): each is { code: string } => typeof each?.code === 'string'
+      );
+      socketCode = inner?.code;
+    }
+    const message = typeof record.message === 'string' ? record.message : '';
+    const isServiceError = status !== undefined;
+    const code = isServiceError ? name : (socketCode ?? name);
+    return { name, status, code, socketCode, message };
+  }
+
+  /**
+   * Could this one attempt have taken effect on the server? Only a refusal proves it did not:
+   * no connection at all, a 4xx, or a 503 (S3's "slow down").
+   */
+  export function mayHaveApplied(error: unknown): boolean {
+    const { status, socketCode, message, name } = facts(error);
+    if (status !== undefined) return status >= 500 && status !== 503;
+    if (socketCode !== undefined && NOT_SENT_CODES.has(socketCode)) return false;
+    if (name === 'TimeoutError' && CONNECT_TIMEOUT.test(message)) return false;
+    if (name === 'CredentialsProviderError') return false;
+    return true;
+  }
+
+  /** Why a call failed without an HTTP answer, as a sentence. */
+  export function networkReason(facts: IFacts, call: IFailedCall): string {
+    const { socketCode, message, name } = facts;
+    const at = `the object store at ${call.where}`;
+    if (socketCode === 'ECONNREFUSED') return `${at} refused the connection`;
+    if (socketCode === 'ENOTFOUND' || socketCode === 'EAI_AGAIN') {
+      return `the host name of ${at} could not be resolved`;
+    }
+    if (socketCode === 'EHOSTUNREACH' || socketCode === 'ENETUNREACH') {
+      return `${at} is not reachable from this machine`;
+    }
+    if (name === 'TimeoutError' && CONNECT_TIMEOUT.test(message)) {
+      return `${at} did not accept a connection within ${call.connectionTimeoutMs} ms`;
+    }
+    if (REQUEST_TIMEOUT.test(message) || SOCKET_TIMEOUT.test(message)) {
+      return `${at} did not answer within ${call.requestTimeoutMs} ms`;
+    }
+    if (socketCode === 'ECONNRESET' || socketCode === 'EPIPE' || message === 'aborted') {
+      return `the connection to ${at} was cut`;
+    }
+    if (name === 'AbortError') return 'the request was aborted';
+    if (call.readingBody) return `the answer of ${at} could not be read`;
+    return `${at} could not be reached`;
+  }
+
+  /** What the attempts of one failed call showed, filed under the error that came out of it. */
+  export interface ICallRecord {
+    /** Whether any attempt may have taken effect on the server. */
+    readonly maybeSent: boolean;
+    /** The last attempt's own error, as the HTTP handler or the deserializer threw it. */
+    readonly lastAttemptError: unknown;
+  }
+
+  /** Failed calls' records, by the error `send` rejected with. */
+  export const callRecords = new WeakMap<object, ICallRecord>();
+
+  /** The context slots where one call's attempts are tallied. */
+  const MAYBE_SENT = 'jupyterStoreMaybeSent';
+  const LAST_ERROR = 'jupyterStoreLastAttemptError';
+
+  /**
+   * Record, per call, whether any attempt may have taken effect, and the last attempt's error.
+   *
+   * #### Notes
+   * The SDK retries inside one `send`, and only the last attempt's error comes out: a put whose
+   * first attempt timed out after the server stored it and whose retry then met a refused
+   * connection would look unambiguous. A middleware inside the retry loop (deserialize step) sees
+   * every attempt; one outside it (initialize step) files the tally under the error that escapes.
+   * The raw error is kept because the retry middleware replaces an error that is not an `Error`
+   * of its own realm (socket errors under Jest's VM contexts) with a bare
+   * "AWS SDK error wrapper", losing the code.
+   */
+  export function trackAttempts(client: S3Client): void {
+    client.middlewareStack.add(
+      (next, context) => async args => {
+        context[MAYBE_SENT] = false;
+        context[LAST_ERROR] = undefined;
+        try {
+          return await next(args);
+        } catch (error) {
+          if (typeof error === 'object' && error !== null) {
+            callRecords.set(error, {
+              maybeSent: context[MAYBE_SENT] === true,
+              lastAttemptError: context[LAST_ERROR]
+            });
+          }
+          throw error;
+        }
+      },
+      { step: 'initialize', priority: 'high', name: 'jupyterStoreAttemptTally' }
+    );
+    client.middlewareStack.add(
+      (next, context) => async args => {
+        try {
+          return await next(args);
+        } catch (error) {
+          if (mayHaveApplied(error)) context[MAYBE_SENT] = true;
+          context[LAST_ERROR] = error;
+          throw error;
+        }
+      },
+      { step: 'deserialize', priority: 'high', name: 'jupyterStoreAttemptCheck' }
+    );
+  }
+
+  /**
+   * The error to classify: the last attempt's own error when the SDK's retry middleware wrapped it
+   * beyond recognition, else the error itself.
+   */
+  export function unwrap(error: unknown): unknown {
+    const record = typeof error === 'object' && error !== null ? callRecords.get(error) : undefined;
+    if (!record || record.lastAttemptError === undefined) return error;
+    const message = (error as { message?: unknown }).message;
+    const raw = record.lastAttemptError;
+    const wrapped = message === `AWS SDK error wrapper for ${String(raw)}`;
+    return wrapped ? raw : error;
+  }
+
+  /** Refuse what no server could answer sensibly, before sending it. */
+  export function checkTarget(target: ITarget): void {
+    if (target.bucket === '') {
+      throw new ObjectStoreError('bad-request', 'No bucket was given', 'InvalidBucketName');
+    }
+    if (target.key !== undefined) checkObjectKey(target.key);
+    if (target.versionId === '') {
+      throw new ObjectStoreError(
+        'bad-request',
+        'A version id must not be empty',
+        'InvalidArgument'
+      );
+    }
+  }
+
+  /** `s3://bucket/key`, `version "v" of s3://bucket/key`, or `bucket "b"`, log-safe. */
+  export function describe(target: ITarget): string {
+    if (target.key === undefined) return `bucket "${displayable(target.bucket)}"`;
+    const path = displayable(`s3://${target.bucket}/${target.key}`);
+    return target.versionId === undefined
+      ? path
+      : `version "${displayable(target.versionId)}" of ${path}`;
+  }
+
+  /** The endpoint URL without user info (a URL may carry credentials). */
+  export function endpointForDisplay(endpoint: string): string {
+    try {
+      const url = new URL(endpoint);
+      url.username = '';
+      url.password = '';
+      return url.toString().replace(/\/$/, '');
+    } catch {
+      return 'an invalid endpoint URL';
+    }
+  }
+
+  export function lowerCaseKeys(
+    metadata: Record<string, string> | undefined
+  ): Record<string, string> {
+    const lowered: Record<string, string> = {};
+    for (const [key, value] of Object.entries(metadata ?? {})) lowered[key.toLowerCase()] = value;
+    return lowered;
+  }
+}
