@@ -81,7 +81,7 @@ export class Archiving {
         journal: new ArchiveJournal(settings.journal_dir),
         maxThreads: settings.max_threads,
         log: log.child({ component: 'archive' }),
-        backoff: options.backoff
+        backoff: { capMs: settings.archive_retry_max_seconds * 1000, ...options.backoff }
       });
       await queue.start();
       const active = queue;

@@ -74,7 +74,9 @@ export const StoreSettingsSchema = z
       })
       .default('when_supported'),
     /** Ours: how long one object-storage request may take before it counts as failed. */
-    object_timeout_seconds: integerSetting(1, 3600).default(30)
+    object_timeout_seconds: integerSetting(1, 3600).default(30),
+    /** Ours: the longest wait between two attempts to archive a save (backoff cap). */
+    archive_retry_max_seconds: integerSetting(1, 3600).default(30)
   })
   .strict()
   .superRefine((settings, context) => {
