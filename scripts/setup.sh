@@ -1,11 +1,25 @@
 #!/usr/bin/env bash
 # Install everything jupyter-store needs from the project's own files: npm packages, a
 # project-local Python venv with Jupyter Server and JupyterLab, with --browser Debian's chromium,
-# then build the TypeScript.
+# with --object-servers MinIO and versitygw (built with Go, cached outside the repo), then build
+# the TypeScript.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
+browser=""
+object_servers=""
+for arg in "$@"; do
+  case "$arg" in
+    --browser) browser=1 ;;
+    --object-servers) object_servers=1 ;;
+    *)
+      printf 'error: unknown option %s (known: --browser, --object-servers)\n' "$arg" >&2
+      exit 2
+      ;;
+  esac
+done
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   log "Installing npm packages"
@@ -24,7 +38,7 @@ fi
 
 # The browser tests drive Debian's chromium through playwright-core (no browser download);
 # only the test command asks for it (--browser).
-if [ "${1:-}" = "--browser" ] && [ ! -e /usr/bin/chromium ]; then
+if [ -n "$browser" ] && [ ! -e /usr/bin/chromium ]; then
   log "Installing Debian's chromium for the browser tests"
   if [ "$(id -u)" -eq 0 ]; then
     as_root=""
@@ -52,6 +66,47 @@ if [ "${1:-}" = "--browser" ] && [ ! -e /usr/bin/chromium ]; then
     printf "error: the chromium package is installed but /usr/bin/chromium is still missing.\n" >&2
     exit 1
   fi
+fi
+
+# The object-storage tests run real S3 servers: MinIO and versitygw, built from source with
+# `go install` at the versions pinned in scripts/object-servers.env (which the tests read too) and
+# cached per version outside the repo, so a cached binary needs neither Go nor the network.
+if [ -n "$object_servers" ]; then
+  # shellcheck source=scripts/object-servers.env
+  . scripts/object-servers.env
+  object_bin="${JUPYTER_STORE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jupyter-store}/bin"
+  build_dir=""
+  trap '[ -z "$build_dir" ] || rm -rf "$build_dir"' EXIT
+  # go_install NAME MODULE VERSION: build MODULE@VERSION into $object_bin/NAME-VERSION unless there.
+  go_install() {
+    local name="$1" module="$2" version="$3"
+    local target="$object_bin/$name-$version"
+    [ -x "$target" ] && return 0
+    if ! command -v go >/dev/null 2>&1; then
+      printf 'error: %s is missing, and building it needs Go (>= 1.25), which is not on PATH.\n' \
+        "$target" >&2
+      printf "       Install Go from https://go.dev/dl/ (Debian's golang package is too old), then\n" >&2
+      printf '       run this again; it runs: go install %s@%s\n' "$module" "$version" >&2
+      exit 1
+    fi
+    log "Building $name $version with go install (a few minutes the first time)"
+    mkdir -p "$object_bin"
+    # Leftovers of builds that were killed hard; an interrupted build removes its own (trap).
+    find "$object_bin" -maxdepth 1 -name '.build-*' -mmin +240 -exec rm -rf {} + 2>/dev/null || true
+    # Build into a directory next to the target, then rename: a build that stops half-way never
+    # leaves a binary under the final name.
+    build_dir="$(mktemp -d "$object_bin/.build-$name.XXXXXX")"
+    if ! GOBIN="$build_dir" GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath" CGO_ENABLED=0 \
+      go install "$module@$version"; then
+      printf 'error: go install %s@%s failed (see the messages above).\n' "$module" "$version" >&2
+      exit 1
+    fi
+    mv -f "$build_dir/${module##*/}" "$target"
+    rm -rf "$build_dir"
+    build_dir=""
+  }
+  go_install minio "$MINIO_MODULE" "$MINIO_VERSION"
+  go_install versitygw "$VERSITYGW_MODULE" "$VERSITYGW_VERSION"
 fi
 
 log "Building the TypeScript packages"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Set up, then run every check: lint, formatting, unit tests and the integration tests against
-# a real Jupyter Server, JupyterLab and Chromium.
+# a real Jupyter Server, JupyterLab, Chromium and S3 servers (MinIO, versitygw).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh --browser
+bash scripts/setup.sh --browser --object-servers
 printf '\033[1m==> %s\033[0m\n' "Linting"
 npm run --silent lint
 printf '\033[1m==> %s\033[0m\n' "Running the tests"
