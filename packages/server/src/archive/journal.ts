@@ -129,9 +129,14 @@ export class ArchiveJournal {
     }
   }
 
-  private async _rememberSeq(seq: number): Promise<void> {
+  private _rememberSeq(seq: number): Promise<void> {
     // Not fsynced on purpose: after a crash the pending files carry the highest number anyway.
-    await fs.writeFile(path.join(this.dir, LAST_SEQ), String(seq));
+    // Chained, so that concurrent appends never leave a smaller number than the highest used.
+    this._highestSeq = Math.max(this._highestSeq, seq);
+    this._seqWrites = this._seqWrites
+      .then(() => fs.writeFile(path.join(this.dir, LAST_SEQ), String(this._highestSeq)))
+      .catch(() => undefined);
+    return this._seqWrites;
   }
 
   private async _lock(): Promise<void> {
@@ -157,6 +162,8 @@ export class ArchiveJournal {
   }
 
   private _nextSeq = 1;
+  private _highestSeq = 0;
+  private _seqWrites: Promise<void> = Promise.resolve();
   private _locked = false;
   /** Distinguishes save ids of this run from those of earlier runs with the same numbers. */
   private readonly _runId = randomBytes(6).toString('hex');

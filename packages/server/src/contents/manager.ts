@@ -204,6 +204,23 @@ export class ContentsManager {
 
   /** Save a model at a path, as Jupyter's `save` (with chunked uploads). */
   async save(apiPath: string, request: ISaveRequest): Promise<ContentsModel> {
+    // Saves of one path run one at a time, so that the order their bytes reach the disk is the
+    // order the save hooks (the archive journal) see them: the newest archive is the file on disk.
+    const key = normalizeApiPath(apiPath);
+    const previous = this.saveLocks.get(key) ?? Promise.resolve();
+    const current = previous.then(() => this.saveNow(apiPath, request));
+    const settled = current.then(
+      () => undefined,
+      () => undefined
+    );
+    this.saveLocks.set(key, settled);
+    void settled.then(() => {
+      if (this.saveLocks.get(key) === settled) this.saveLocks.delete(key);
+    });
+    return current;
+  }
+
+  private async saveNow(apiPath: string, request: ISaveRequest): Promise<ContentsModel> {
     const normalized = normalizeApiPath(apiPath);
     if (!request.type) throw new HttpError(400, 'No file type provided', 'bad request');
     if (request.content === undefined && request.type !== 'directory') {
@@ -695,6 +712,7 @@ export class ContentsManager {
   private readonly shouldHide: (name: string) => boolean;
   private readonly listeners = new Set<SaveListener>();
   private readonly hooks = new Set<AwaitedSaveHook>();
+  private readonly saveLocks = new Map<string, Promise<void>>();
   private readonly log: (message: string) => void;
 }
 
