@@ -141,13 +141,19 @@ export class S3ObjectStore implements IObjectStore {
     };
   }
 
-  /** Describe `key` (or one version of it) with HeadObject. */
+  /**
+   * Describe `key` (or one version of it) with HeadObject.
+   *
+   * #### Notes
+   * A HEAD answer has no body, hence no error code; a 404 or 403 is explained by one more call
+   * (see `_explainHead`).
+   */
   async head(bucket: string, key: string, versionId?: string): Promise<IObjectHead> {
     const target = { operation: 'read', bucket, key, versionId };
     Private.checkTarget(target);
     const output = await this._guard(target, () =>
       this._client.send(new HeadObjectCommand({ Bucket: bucket, Key: key, VersionId: versionId }))
-    );
+    ).catch((error: ObjectStoreError) => this._explainHead(error, target));
     return {
       versionId: output.VersionId ?? null,
       size: output.ContentLength ?? 0,
@@ -163,7 +169,9 @@ export class S3ObjectStore implements IObjectStore {
    * #### Notes
    * ListObjectVersions can only filter by prefix, so `a.ipynb` also lists `a.ipynb.bak` and
    * `a.ipynb/x`; those are dropped. The listing is ordered by key and `key` sorts before every
-   * longer key it prefixes, so paging stops at the first other key.
+   * longer key it prefixes, so paging stops at the first other key. Versions keep the server's
+   * order, which S3 defines as newest first (MinIO and versitygw follow it; LastModified has only
+   * second precision on some servers, so it could not order them anyway).
    */
   async listVersions(bucket: string, key: string): Promise<IObjectVersion[]> {
     const target = { operation: 'list the versions of', bucket, key };
@@ -207,7 +215,9 @@ export class S3ObjectStore implements IObjectStore {
   async checkBucket(bucket: string): Promise<IBucketCheck> {
     const target = { operation: 'check', bucket };
     Private.checkTarget(target);
-    await this._guard(target, () => this._client.send(new HeadBucketCommand({ Bucket: bucket })));
+    await this._guard(target, () =>
+      this._client.send(new HeadBucketCommand({ Bucket: bucket }))
+    ).catch((error: ObjectStoreError) => this._explainHead(error, target));
     const versioning = await this._guard(target, () =>
       this._client.send(new GetBucketVersioningCommand({ Bucket: bucket }))
     );
@@ -218,6 +228,34 @@ export class S3ObjectStore implements IObjectStore {
   /** Close the pooled connections. Calls made afterwards fail. */
   async close(): Promise<void> {
     this._client.destroy();
+  }
+
+  /**
+   * Throw the best explanation of a failed HEAD request.
+   *
+   * #### Notes
+   * A HEAD answer has no body, so its error carries only a status: a 404 could be a missing key,
+   * a missing bucket, or (versitygw) an unknown access key id; a 403 a wrong secret or a policy.
+   * GetBucketVersioning answers with a coded body; its answer replaces the HEAD's only when it
+   * names a credential problem or a missing bucket. A plain AccessDenied does not count: a policy
+   * may allow reading objects but not the bucket's versioning.
+   */
+  private async _explainHead(error: ObjectStoreError, target: Private.ITarget): Promise<never> {
+    if (
+      (error.kind !== 'not-found' && error.kind !== 'access-denied') ||
+      Private.PRECISE_HEAD_CODES.has(error.code)
+    ) {
+      throw error;
+    }
+    try {
+      await this._client.send(new GetBucketVersioningCommand({ Bucket: target.bucket }));
+    } catch (followUp) {
+      const explained = this._error(followUp, target, false);
+      if (Private.CREDENTIAL_CODES.has(explained.code) || explained.code === 'NoSuchBucket') {
+        throw explained;
+      }
+    }
+    throw error;
   }
 
   /** Run one SDK call, turning its failure into an ObjectStoreError. */
@@ -302,7 +340,6 @@ export function toObjectStoreError(error: unknown, call: IFailedCall): ObjectSto
   const ambiguous = record?.maybeSent ?? Private.mayHaveApplied(error);
   const what = Private.describe(call);
   const { name, status, code } = facts;
-  const shown = code;
 
   if (Private.UNAVAILABLE_NAMES.has(name) || (status !== undefined && status >= 500)) {
     const throttled = Private.THROTTLE_NAMES.has(name) || status === 503;
@@ -314,12 +351,13 @@ export function toObjectStoreError(error: unknown, call: IFailedCall): ObjectSto
           : `the object store at ${call.where} answered with a server error (HTTP ${status ?? '5xx'})`;
     return new ObjectStoreError(
       'unavailable',
-      `Could not ${call.operation} ${what}: ${reason} (${shown})`,
+      `Could not ${call.operation} ${what}: ${reason} (${code})`,
       code,
       ambiguous
     );
   }
-  if (Private.NOT_FOUND_NAMES.has(name) || status === 404) {
+  const deniedByName = Private.ACCESS_DENIED_NAMES.has(name);
+  if (!deniedByName && (Private.NOT_FOUND_NAMES.has(name) || status === 404)) {
     let message: string;
     if (name === 'NoSuchBucket' || call.key === undefined) {
       message = `The bucket "${displayable(call.bucket)}" does not exist`;
@@ -328,11 +366,11 @@ export function toObjectStoreError(error: unknown, call: IFailedCall): ObjectSto
     } else {
       message = `${what} does not exist`;
     }
-    return new ObjectStoreError('not-found', `${message} (${shown})`, code, ambiguous);
+    return new ObjectStoreError('not-found', `${message} (${code})`, code, ambiguous);
   }
-  if (Private.ACCESS_DENIED_NAMES.has(name) || status === 403 || status === 401) {
+  if (deniedByName || status === 403 || status === 401) {
     const reason =
-      name === 'InvalidAccessKeyId'
+      name === 'InvalidAccessKeyId' || name === 'XAdminUserNotFound'
         ? 'the object store does not know the configured access key id'
         : name === 'SignatureDoesNotMatch'
           ? 'the object store rejected the request signature; check the secret access key'
@@ -343,7 +381,7 @@ export function toObjectStoreError(error: unknown, call: IFailedCall): ObjectSto
               : 'access was denied; check the credentials and the bucket policy';
     return new ObjectStoreError(
       'access-denied',
-      `Could not ${call.operation} ${what}: ${reason} (${shown})`,
+      `Could not ${call.operation} ${what}: ${reason} (${code})`,
       code,
       ambiguous
     );
@@ -359,14 +397,14 @@ export function toObjectStoreError(error: unknown, call: IFailedCall): ObjectSto
             : 'the object store refused the request as invalid';
     return new ObjectStoreError(
       'bad-request',
-      `Could not ${call.operation} ${what}: ${reason} (${shown})`,
+      `Could not ${call.operation} ${what}: ${reason} (${code})`,
       code,
       ambiguous
     );
   }
   return new ObjectStoreError(
     'unavailable',
-    `Could not ${call.operation} ${what}: ${Private.networkReason(facts, call)} (${shown})`,
+    `Could not ${call.operation} ${what}: ${Private.networkReason(facts, call)} (${code})`,
     code,
     ambiguous
   );
@@ -389,14 +427,29 @@ namespace Private {
     'NotFound'
   ]);
 
-  /** Codes and names that mean "these credentials may not do this". */
-  export const ACCESS_DENIED_NAMES = new Set([
-    'AccessDenied',
+  /** Codes that say the credentials themselves are wrong, not a policy. */
+  export const CREDENTIAL_CODES = new Set([
     'InvalidAccessKeyId',
     'SignatureDoesNotMatch',
     'ExpiredToken',
     'TokenRefreshRequired',
     'InvalidToken',
+    // versitygw's answer to an unknown access key id (a 404).
+    'XAdminUserNotFound'
+  ]);
+
+  /** HEAD failures that need no explaining: the error already names its cause. */
+  export const PRECISE_HEAD_CODES = new Set([
+    ...CREDENTIAL_CODES,
+    'NoSuchKey',
+    'NoSuchBucket',
+    'NoSuchVersion'
+  ]);
+
+  /** Codes and names that mean "these credentials may not do this". */
+  export const ACCESS_DENIED_NAMES = new Set([
+    ...CREDENTIAL_CODES,
+    'AccessDenied',
     'AllAccessDisabled',
     'AccountProblem',
     'CredentialsProviderError'
@@ -481,7 +534,12 @@ namespace Private {
     }
     const message = typeof record.message === 'string' ? record.message : '';
     const isServiceError = status !== undefined;
-    const code = isServiceError ? name : (socketCode ?? name);
+    // A bodiless error answer (HEAD) has no code; the SDK then says "Unknown" or the status.
+    const code = isServiceError
+      ? name === 'Unknown' || name === 'UnknownError'
+        ? String(status)
+        : name
+      : (socketCode ?? name);
     return { name, status, code, socketCode, message };
   }
 
