@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import { z } from 'zod';
+import { isValidBucketName } from '../storage/keys';
 
 /** Python-style booleans as traitlets accepts them on a command line or in the environment. */
 const booleanSetting = z.preprocess(
@@ -25,8 +26,6 @@ function integerSetting(min: number, max: number) {
   );
 }
 
-/** S3's bucket naming rules (the general-purpose ones), checked before any request is made. */
-const BUCKET_NAME = /^(?!xn--)(?!.*\.\.)(?!\d+\.\d+\.\d+\.\d+$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 
 const absoluteOrEmpty = (what: string) =>
   z.string().refine(value => value === '' || path.isAbsolute(value), {
@@ -54,7 +53,7 @@ export const StoreSettingsSchema = z
     /** The one bucket for workspace and published copies; empty means none configured. */
     object_bucket: z
       .string()
-      .refine(value => value === '' || BUCKET_NAME.test(value), {
+      .refine(value => value === '' || isValidBucketName(value), {
         error: 'must be a valid S3 bucket name (3-63 lowercase letters, digits, dots, hyphens)'
       })
       .default(''),
