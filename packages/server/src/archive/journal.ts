@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { syncDirectory, writeFileAtomic } from '../contents/fileio';
+import { writeFileAtomic } from '../contents/fileio';
 
 /** What the journal keeps about one save waiting to be archived. */
 export interface IJournalEntry {
@@ -74,22 +74,28 @@ export class ArchiveJournal {
     };
     const header = Buffer.from(`${JSON.stringify(entry)}\n`, 'utf8');
     await writeFileAtomic(this._file(seq), [header, content]);
-    await this._rememberSeq(seq);
+    this._highestSeq = Math.max(this._highestSeq, seq);
     return { ...entry, content };
   }
 
-  /** Forget an archived record. */
+  /**
+   * Forget an archived record.
+   *
+   * #### Notes
+   * The directory is not fsynced: if a crash brings the record back, the replay finds through
+   * its save id that it already arrived, so durability here would only cost time.
+   */
   async remove(seq: number): Promise<void> {
     await fs.rm(this._file(seq), { force: true });
-    // Without this a crash could bring the record back, and the replay would find, through the
-    // save id, that it already arrived: safe either way, so the directory sync is not awaited
-    // by callers that do not need it.
-    await syncDirectory(path.join(this.dir, PENDING));
   }
 
-  /** Release the lock. */
+  /** Remember the highest sequence number and release the lock. */
   async close(): Promise<void> {
     if (this._locked) {
+      // After a crash the pending files carry the highest number instead.
+      if (this._highestSeq > 0) {
+        await fs.writeFile(path.join(this.dir, LAST_SEQ), String(this._highestSeq));
+      }
       await fs.rm(path.join(this.dir, LOCK), { force: true });
       this._locked = false;
     }
@@ -129,16 +135,6 @@ export class ArchiveJournal {
     }
   }
 
-  private _rememberSeq(seq: number): Promise<void> {
-    // Not fsynced on purpose: after a crash the pending files carry the highest number anyway.
-    // Chained, so that concurrent appends never leave a smaller number than the highest used.
-    this._highestSeq = Math.max(this._highestSeq, seq);
-    this._seqWrites = this._seqWrites
-      .then(() => fs.writeFile(path.join(this.dir, LAST_SEQ), String(this._highestSeq)))
-      .catch(() => undefined);
-    return this._seqWrites;
-  }
-
   private async _lock(): Promise<void> {
     const lock = path.join(this.dir, LOCK);
     for (let attempt = 0; attempt < 2; attempt++) {
@@ -163,7 +159,6 @@ export class ArchiveJournal {
 
   private _nextSeq = 1;
   private _highestSeq = 0;
-  private _seqWrites: Promise<void> = Promise.resolve();
   private _locked = false;
   /** Distinguishes save ids of this run from those of earlier runs with the same numbers. */
   private readonly _runId = randomBytes(6).toString('hex');

@@ -26,7 +26,6 @@ function integerSetting(min: number, max: number) {
   );
 }
 
-
 const absoluteOrEmpty = (what: string) =>
   z.string().refine(value => value === '' || path.isAbsolute(value), {
     error: `must be an absolute path (or empty to turn ${what} off)`

@@ -1,0 +1,1913 @@
+/**
+ * `npm run bench:archive`: what archiving every notebook save costs, against one local MinIO, in
+ * one run. Three measurements:
+ *
+ * 1. Sustained archive throughput: N saves of a ~20 KB notebook over P paths, C at a time,
+ *    through `jupyter-store lab`'s contents API, timed from the first PUT until the gateway has
+ *    confirmed the last version (its journal's `pending` directory is empty); beside it, the same
+ *    object bodies written with the AWS SDK's `PutObject` straight from this process to MinIO,
+ *    with the same concurrency and key pattern, and (to tell archiving's share from the contents
+ *    API's) the same saves through a gateway with archiving off. Rounds alternate.
+ * 2. Save-to-archived latency of a paced stream of saves (well below saturation): from sending
+ *    the PUT until the version is listed by MinIO (`ListObjectVersions` on the keys with saves
+ *    outstanding, every few milliseconds), with the gateway's own breakdown from its debug log
+ *    (`archived` lines: `queuedMs`, `uploadMs`).
+ * 3. Save latency (the contents PUT) with archiving on and off: the same paced saves through a
+ *    gateway that archives to MinIO and through one with archiving off (`workspace_prefix` empty,
+ *    everything else equal), in alternating rounds.
+ *
+ * #### Notes
+ * - Every save embeds a unique id (`metadata.jupyter_store_bench.save_id`, fixed width) in the
+ *   notebook, so every archived version differs, and versions can be matched to saves: the
+ *   gateway keeps save order per path, and the client sends the saves of one path one at a time,
+ *   so the k-th version of a key is the k-th save to its path (checked by reading the versions
+ *   back). The raw `PutObject` bodies are the bytes the gateway wrote to disk for a save, with
+ *   another id in the same place: byte for byte the size of an archived version, with the same
+ *   content type and user metadata (`save-id`, `sha256`).
+ * - Three gateways run, each with its own Jupyter, root and journal, all archiving to one
+ *   versioned bucket: "on" (default settings, `--log-level info`; measurements 1 and 3), "off"
+ *   (`--StoreSettings.workspace_prefix=`, checked by its `archiving is off` log line;
+ *   measurements 1 and 3) and "debug" (like "on" with `--log-level debug`; measurement 2), so that the
+ *   debug log's cost (a line per request and per archive, written synchronously to a pipe) is in
+ *   none of the compared figures. Credentials reach the gateways through `STORE_OBJECT_*`.
+ * - CPU time of the gateway under test, of MinIO and of this process is read around every round
+ *   (`/proc/<pid>/stat`, `process.cpuUsage`), and the busy time of the whole machine
+ *   (`/proc/stat`), and of the kernel threads (fsync work lands there): "other processes" is the
+ *   rest, i.e. other jobs on the machine, the main source of noise on a small shared machine.
+ * - A measurement, not a test: it exits 0 whether the targets are met or not, and non-zero only
+ *   when something failed (a server did not start, a save got an unexpected answer, a version is
+ *   missing or out of order).
+ *
+ * Options: `--quick` (smoke run), `--only throughput,latency,onoff` (a subset), `--profile` (the
+ * "on" gateway under the V8 CPU profiler, with a summary of where its time went), `--skip-build`,
+ * `--no-docs` (do not update docs/benchmarks.md; implied by --quick, --only and --profile). A full
+ * run takes about two and a half minutes.
+ */
+import {
+  GetObjectCommand,
+  ListObjectVersionsCommand,
+  PutObjectCommand,
+  S3Client,
+  type ObjectVersion
+} from '@aws-sdk/client-s3';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { Agent, request } from 'node:http';
+import {
+  availableParallelism,
+  cpus,
+  loadavg,
+  release,
+  tmpdir,
+  totalmem,
+  type as osType
+} from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { labDefaults, startGatewayProcess, type IGatewayProcess } from '../test/support/gateway';
+import { REPO_ROOT } from '../test/support/jupyterServer';
+import {
+  createVersionedBucket,
+  pinnedObjectServers,
+  s3ClientFor,
+  startMinio,
+  type IObjectServer
+} from '../test/support/objectServers';
+import { generateNotebook, type JsonObject } from './notebook';
+import { formatProfileSummary, summariseProfile } from './profile';
+import { cleanUp, cleaningUp, cleanups, log } from './cleanup';
+
+/** The targets. */
+const TARGET_THROUGHPUT_RATIO = 0.9;
+const TARGET_SAVE_LATENCY_RATIO = 1.1;
+
+/** The size of the saved notebook on disk (about). */
+const NOTEBOOK_BYTES = 20 * 1024;
+
+/** The bucket every gateway archives to, and the prefix of the raw SDK writes. */
+const BUCKET = 'bench-archive';
+const RAW_PREFIX = 'raw';
+/** The gateways' `workspace_prefix` (the default). */
+const WORKSPACE_PREFIX = 'workspace';
+
+/** Placeholder of the save id in the templates; every id has exactly this length. */
+const ID_LENGTH = 16;
+const ID_PLACEHOLDER = 'X'.repeat(ID_LENGTH);
+
+/** The whole run is aborted (servers stopped) after this long. */
+const RUN_DEADLINE_MS = 8 * 60_000;
+/** A request that takes longer fails the run. */
+const REQUEST_TIMEOUT_MS = 30_000;
+/** A save not archived after this long fails the run. */
+const ARCHIVE_TIMEOUT_MS = 120_000;
+
+const DOCS_FILE = join(REPO_ROOT, 'docs', 'benchmarks.md');
+const BEGIN_MARKER =
+  '<!-- Generated by `npm run bench:archive`: everything from here to the end marker is rewritten by each run. -->';
+const END_MARKER = '<!-- End of the part generated by `npm run bench:archive`. -->';
+/** The gateway section's end, which this section follows. */
+const GATEWAY_END_MARKER = '<!-- End of the part generated by `npm run bench:gateway`. -->';
+/** Where the contents benchmark's page starts: it rewrites everything below its marker. */
+const CONTENTS_HEADING = '# Contents API benchmark';
+const CONTENTS_MARKER = '<!-- Generated by `npm run bench:contents`';
+const DEFAULT_SECTION = `# Archive benchmark
+
+\`npm run bench:archive\` starts one MinIO (the pinned build of \`scripts/object-servers.env\`, a
+single drive in a temporary directory, one versioned bucket) and \`jupyter-store lab\` archiving to
+it, measures how fast and how soon notebook saves become versions in the bucket and what archiving
+adds to a save, in one run, and rewrites the part of this section between the markers. It is a
+benchmark, not a test: compare the ratios, and rerun before drawing conclusions from a small
+difference.
+
+How it measures: every save is a \`PUT api/contents/<path>\` of a generated ~20 KB notebook (as
+JupyterLab sends it) that carries a unique, fixed-width id in its metadata, so that every save is a
+new version and every version can be matched to its save (the gateway keeps save order per path,
+and the client sends one save per path at a time). Three gateways run, each with its own Jupyter,
+root and journal: "on" (default settings, log level info), "off" (the same with
+\`--StoreSettings.workspace_prefix=\`, which turns archiving off; its log says so) and "debug" (like
+"on", with \`--log-level debug\`, only for the latency breakdown). Everything is on 127.0.0.1.
+
+- Sustained throughput: rounds of 1,000 saves over 50 paths, 16 at a time, timed from the first
+  PUT until the gateway's journal (\`<JUPYTER_DATA_DIR>/jupyter-store/journal/pending\`) is empty,
+  then checked with \`ListObjectVersions\` (every key gained its versions) and \`GetObject\` (the
+  latest version of every key is its last save). Beside it, the same bytes written with the AWS
+  SDK's \`PutObject\` from the benchmark process (16 at a time, same key pattern, content type and
+  metadata), and the same saves through the "off" gateway. Kinds alternate; the target is checked
+  against the median of the rounds' archived/raw ratios.
+- Save-to-archived latency: 200 saves at 20/s over 20 paths, from sending the PUT until a
+  \`ListObjectVersions\` of the key (every 10 ms while the key has saves outstanding) shows the
+  version; then every version is read back and matched by id, and the gateway's \`archived\` debug
+  lines give \`queuedMs\` and \`uploadMs\` per version.
+- Save latency on/off: 6 rounds of 100 saves at 20/s over 20 paths per gateway, alternating
+  between "on" and "off"; an "on" round lasts until its journal is empty. The target is checked
+  against the median of the rounds' on/off p50 ratios.
+- CPU: user + system time of the gateway under test, MinIO and the benchmark process around every
+  round (\`/proc/<pid>/stat\`), of the kernel threads, and the busy time of the machine
+  (\`/proc/stat\`), whose remainder is "other processes": other jobs on this shared machine.
+
+Targets: archive throughput ≥ 90 % of the raw SDK's; save latency p50 with archiving on ≤ 1.1x
+off (p99 shown, no target). Options: \`--quick\` (smoke run), \`--only throughput,latency,onoff\`,
+\`--profile\` (the "on" gateway under the V8 CPU profiler, prints where its time goes),
+\`--skip-build\`, \`--no-docs\`. Only a full run rewrites this section; it takes about two and a half
+minutes.
+`;
+
+/** Measurements that `--only` can select. */
+type Phase = 'throughput' | 'latency' | 'onoff';
+const PHASES: readonly Phase[] = ['throughput', 'latency', 'onoff'];
+
+/** Sustained throughput: concurrent saves, rounds alternating with raw SDK writes. */
+interface IThroughputPlan {
+  readonly saves: number;
+  readonly paths: number;
+  readonly concurrency: number;
+  readonly rounds: number;
+  /** Unrecorded saves (and raw writes) before the rounds; they also create the files. */
+  readonly warmup: number;
+}
+
+/** A paced stream of saves. */
+interface IPacedPlan {
+  /** Saves per second. */
+  readonly rate: number;
+  readonly paths: number;
+  /** Recorded saves per round. */
+  readonly saves: number;
+  /** Rounds per side (1 for the latency stream). */
+  readonly rounds: number;
+  /** Unrecorded saves before the rounds, at the same rate. */
+  readonly warmup: number;
+}
+
+interface IPlans {
+  readonly throughput: IThroughputPlan;
+  readonly latency: IPacedPlan & { readonly pollMs: number };
+  readonly onoff: IPacedPlan;
+}
+
+/** CPU time (user + system) over an interval, in milliseconds. */
+interface ICpu {
+  /** The gateway under test. */
+  readonly gateway: number;
+  readonly minio: number;
+  /** This process (the load generator, and the SDK writer of the raw rounds). */
+  readonly client: number;
+  /**
+   * Kernel threads (children of kthreadd: block-device and file-system workers, softirq
+   * threads): partly the I/O of the processes above (fsync), partly other jobs'.
+   */
+  readonly kernel: number;
+  /** Every other process on the machine (busy time of all cores minus the four above). */
+  readonly others: number;
+}
+
+/** Nearest-rank percentiles. */
+interface ILatency {
+  readonly n: number;
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+type ThroughputKind = 'archive' | 'raw' | 'off';
+
+/** One timed round of measurement 1. */
+interface IThroughputRound {
+  /** Saves through the archiving gateway, raw PutObject, or saves with archiving off. */
+  readonly kind: ThroughputKind;
+  readonly count: number;
+  /** From the first request to the last version confirmed, in seconds. */
+  readonly seconds: number;
+  /** From the first request to the last request answered, in seconds. */
+  readonly requestSeconds: number;
+  /** Per request (PUT through the gateway, or PutObject). */
+  readonly latencies: number[];
+  readonly cpu: ICpu;
+}
+
+/** One save of a paced stream. */
+interface IPacedSave {
+  readonly index: number;
+  readonly path: string;
+  readonly id: string;
+  /** performance.now() when the PUT was sent. */
+  sentAt: number;
+  /** Milliseconds the send started after its schedule (event loop, a busy path). */
+  lateMs: number;
+  /** PUT latency, to the last byte of the answer. */
+  putMs: number;
+  /** performance.now() when a listing first showed the version (measurement 2). */
+  seenAt?: number;
+  /** The version id it became (measurement 2). */
+  versionId?: string;
+}
+
+/** One paced round of measurement 3. */
+interface IPacedRound {
+  readonly side: 'on' | 'off';
+  readonly saves: IPacedSave[];
+  readonly seconds: number;
+  readonly cpu: ICpu;
+  /** For "on": from the last PUT answered until the journal was empty, in ms. */
+  readonly drainMs: number;
+}
+
+interface IThroughputResult {
+  readonly plan: IThroughputPlan;
+  readonly rounds: IThroughputRound[];
+}
+
+interface ILatencyResult {
+  readonly plan: IPlans['latency'];
+  readonly saves: IPacedSave[];
+  /** Round-trip times of the polling listings, ms. */
+  readonly pollRtts: number[];
+  /** The gateway's debug log, per save matched by version id. */
+  readonly queuedMs: number[];
+  readonly uploadMs: number[];
+  readonly logMatched: number;
+  readonly cpu: ICpu;
+  readonly seconds: number;
+}
+
+interface IOnOffResult {
+  readonly plan: IPacedPlan;
+  readonly rounds: IPacedRound[];
+}
+
+interface IRunResult {
+  readonly notebookBytes: number;
+  readonly putBodyBytes: number;
+  readonly minioVersion: string;
+  readonly endpoint: string;
+  readonly otherCoresBefore: number;
+  readonly throughput?: IThroughputResult;
+  readonly latency?: ILatencyResult;
+  readonly onoff?: IOnOffResult;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+const { values: options } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    profile: { type: 'boolean', default: false },
+    'skip-build': { type: 'boolean', default: false },
+    'no-docs': { type: 'boolean', default: false }
+  },
+  strict: true,
+  allowPositionals: false
+});
+
+const phases: Phase[] =
+  options.only === undefined
+    ? [...PHASES]
+    : options.only.split(',').map(name => name.trim() as Phase);
+if (phases.length === 0 || phases.some(phase => !PHASES.includes(phase))) {
+  process.stderr.write(`--only: '${options.only}' is not a list of ${PHASES.join(', ')}\n`);
+  process.exit(2);
+}
+
+const writeDocs =
+  !options.quick && !options.profile && options.only === undefined && !options['no-docs'];
+
+function plans(quick: boolean): IPlans {
+  return quick
+    ? {
+        throughput: { saves: 200, paths: 50, concurrency: 16, rounds: 1, warmup: 100 },
+        latency: { rate: 20, paths: 20, saves: 40, rounds: 1, warmup: 20, pollMs: 10 },
+        onoff: { rate: 20, paths: 20, saves: 40, rounds: 1, warmup: 20 }
+      }
+    : {
+        throughput: { saves: 1_000, paths: 50, concurrency: 16, rounds: 3, warmup: 200 },
+        latency: { rate: 20, paths: 20, saves: 200, rounds: 1, warmup: 40, pollMs: 10 },
+        onoff: { rate: 20, paths: 20, saves: 100, rounds: 6, warmup: 40 }
+      };
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU accounting
+
+/** USER_HZ: the unit of `/proc` CPU times. */
+const clockTicks = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** User + system CPU time of a process, in milliseconds (0 if it cannot be read). */
+function processCpuMs(pid: number | undefined): number {
+  if (pid === undefined || pid < 0) return 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The fields after the command name (which may hold spaces), from field 3 (state) on.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks;
+  } catch {
+    return 0;
+  }
+}
+
+/** Busy time of all cores since boot (`/proc/stat`: all but idle and iowait), in milliseconds. */
+function machineBusyMs(): number {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/);
+    // cpu user nice system idle iowait irq softirq steal guest guest_nice; guest time is
+    // already counted in user and nice.
+    const ticks = fields.slice(1, 9).map(Number);
+    const busy = ticks.reduce((sum, tick) => sum + tick, 0) - ticks[3] - ticks[4];
+    return (busy * 1000) / clockTicks;
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU time of every kernel thread (parent pid 2), by pid, in milliseconds. */
+function kernelThreadsCpuMs(): Map<number, number> {
+  const times = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[1] !== '2') continue;
+      times.set(Number(entry), ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return times;
+}
+
+/** The processes whose CPU time is counted. */
+interface IPids {
+  readonly gateway: number | undefined;
+  readonly minio: number | undefined;
+}
+
+/** A snapshot of the counters. */
+interface ICpuSnapshot {
+  readonly gateway: number;
+  readonly minio: number;
+  readonly client: number;
+  readonly kernel: Map<number, number>;
+  /** The machine's total busy time. */
+  readonly machine: number;
+}
+
+function cpuNow(pids: IPids): ICpuSnapshot {
+  const own = process.cpuUsage();
+  return {
+    gateway: processCpuMs(pids.gateway),
+    minio: processCpuMs(pids.minio),
+    client: (own.user + own.system) / 1000,
+    kernel: kernelThreadsCpuMs(),
+    machine: machineBusyMs()
+  };
+}
+
+function cpuSince(pids: IPids, start: ICpuSnapshot): ICpu {
+  const now = cpuNow(pids);
+  const gateway = now.gateway - start.gateway;
+  const minio = now.minio - start.minio;
+  const client = now.client - start.client;
+  let kernel = 0;
+  // Kernel workers come and go: count the ones alive at the end (new ones from zero).
+  for (const [pid, ms] of now.kernel) kernel += Math.max(0, ms - (start.kernel.get(pid) ?? 0));
+  const machine = now.machine - start.machine;
+  return {
+    gateway,
+    minio,
+    client,
+    kernel,
+    others: Math.max(0, machine - gateway - minio - client - kernel)
+  };
+}
+
+function addCpu(a: ICpu, b: ICpu): ICpu {
+  return {
+    gateway: a.gateway + b.gateway,
+    minio: a.minio + b.minio,
+    client: a.client + b.client,
+    kernel: a.kernel + b.kernel,
+    others: a.others + b.others
+  };
+}
+
+const NO_CPU: ICpu = { gateway: 0, minio: 0, client: 0, kernel: 0, others: 0 };
+
+/** How busy the rest of the machine is, in cores, over `ms`. */
+async function otherLoad(ms: number, pids: IPids): Promise<number> {
+  const start = cpuNow(pids);
+  await sleep(ms);
+  return cpuSince(pids, start).others / ms;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+function sleep(ms: number): Promise<void> {
+  return new Promise(resolve => setTimeout(resolve, Math.max(0, ms)));
+}
+
+/** A save id: `prefix` and a counter, padded to {@link ID_LENGTH}. */
+let idCounter = 0;
+function nextId(prefix: string): string {
+  const id = `${prefix}${String(++idCounter).padStart(ID_LENGTH - prefix.length, '0')}`;
+  if (id.length !== ID_LENGTH) throw new Error(`save id ${id} is not ${ID_LENGTH} characters`);
+  return id;
+}
+
+/** Bytes with the placeholder id replaced: the template split around it. */
+interface ITemplate {
+  readonly before: Buffer;
+  readonly after: Buffer;
+}
+
+function splitTemplate(bytes: Buffer, id: string, what: string): ITemplate {
+  const at = bytes.indexOf(id);
+  if (at < 0 || bytes.indexOf(id, at + 1) >= 0) {
+    throw new Error(`${what} does not hold the save id ${id} exactly once`);
+  }
+  return { before: bytes.subarray(0, at), after: bytes.subarray(at + id.length) };
+}
+
+function fill(template: ITemplate, id: string): Buffer {
+  return Buffer.concat([template.before, Buffer.from(id, 'latin1'), template.after]);
+}
+
+/**
+ * Runs tasks so that two tasks of the same path never overlap (the later one waits), as one
+ * editor saves one notebook: the order of a path's versions is then the order of its saves.
+ */
+class PathLocks {
+  /** Run `task` once no other task of `path` runs; resolves with its result. */
+  async run<T>(path: string, task: () => Promise<T>): Promise<{ value: T; waitedMs: number }> {
+    const asked = performance.now();
+    while (this._busy.has(path)) await this._busy.get(path);
+    const waitedMs = performance.now() - asked;
+    const running = (async () => {
+      try {
+        return await task();
+      } finally {
+        this._busy.delete(path);
+      }
+    })();
+    this._busy.set(
+      path,
+      running.then(
+        () => undefined,
+        () => undefined
+      )
+    );
+    return { value: await running, waitedMs };
+  }
+
+  private readonly _busy = new Map<string, Promise<void>>();
+}
+
+/** `count` tasks, `concurrency` at a time, in index order. */
+async function runConcurrent(
+  count: number,
+  concurrency: number,
+  task: (index: number) => Promise<void>
+): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < count) await task(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Saves through the gateway
+
+/** A notebook save target: a gateway and a keep-alive agent. */
+class SaveClient {
+  constructor(
+    readonly gateway: IGatewayProcess,
+    readonly label: string,
+    sockets: number
+  ) {
+    this._agent = new Agent({ keepAlive: true, maxSockets: sockets, maxFreeSockets: sockets });
+  }
+
+  /** The journal's directory of records not yet confirmed by the object store. */
+  get pendingDir(): string {
+    return join(this.gateway.state.data, 'jupyter-store', 'journal', 'pending');
+  }
+
+  /**
+   * PUT a notebook model (an already serialised request body); resolves with the latency to
+   * the last byte of the answer.
+   *
+   * @throws unless the answer is 200 or 201.
+   */
+  save(apiPath: string, body: Buffer): Promise<number> {
+    const path = `${this.gateway.baseUrl}api/contents/${apiPath
+      .split('/')
+      .map(encodeURIComponent)
+      .join('/')}`;
+    return new Promise((resolve, reject) => {
+      const start = performance.now();
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: this.gateway.record.port,
+          method: 'PUT',
+          path,
+          agent: this._agent,
+          timeout: REQUEST_TIMEOUT_MS,
+          headers: {
+            Authorization: `token ${this.gateway.token}`,
+            'Content-Type': 'application/json',
+            'Content-Length': body.length
+          }
+        },
+        res => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('error', reject);
+          res.on('end', () => {
+            const ms = performance.now() - start;
+            const status = res.statusCode ?? 0;
+            if (status !== 200 && status !== 201) {
+              reject(
+                new Error(
+                  `${this.label}: PUT ${path} answered ${status}: ${Buffer.concat(chunks)
+                    .toString('utf8')
+                    .slice(0, 500)}`
+                )
+              );
+            } else resolve(ms);
+          });
+        }
+      );
+      req.on('timeout', () =>
+        req.destroy(new Error(`PUT ${path} took more than ${REQUEST_TIMEOUT_MS} ms`))
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  /** The number of journal records not yet confirmed. */
+  async pending(): Promise<number> {
+    return (await readdir(this.pendingDir)).filter(name => name.endsWith('.rec')).length;
+  }
+
+  /**
+   * Poll the journal every `intervalMs` until no record is pending; resolves with the
+   * performance.now() at which it was seen empty.
+   */
+  async drained(intervalMs = 5, timeoutMs = ARCHIVE_TIMEOUT_MS): Promise<number> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const left = await this.pending();
+      const now = performance.now();
+      if (left === 0) return now;
+      if (now > deadline) {
+        throw new Error(
+          `${this.label}: ${left} saves still pending in ${this.pendingDir} after ${timeoutMs} ms; ` +
+            `the gateway's log:\n${this.gateway.stderr().slice(-3000)}`
+        );
+      }
+      await sleep(intervalMs);
+    }
+  }
+
+  close(): void {
+    this._agent.destroy();
+  }
+
+  private readonly _agent: Agent;
+}
+
+/** The JSON lines a gateway wrote with the given message. */
+function logLines(gateway: IGatewayProcess, msg: string): Array<Record<string, unknown>> {
+  const lines: Array<Record<string, unknown>> = [];
+  for (const line of gateway.stderr().split('\n')) {
+    if (!line.startsWith('{') || !line.includes(msg)) continue;
+    try {
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      if (entry.msg === msg) lines.push(entry);
+    } catch {
+      // not one of the gateway's lines
+    }
+  }
+  return lines;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Object store
+
+function objectKeyOf(prefix: string, apiPath: string): string {
+  return `${prefix}/${apiPath}`;
+}
+
+/** Every version below `prefix` (newest first per key, as S3 lists them). */
+async function listVersions(client: S3Client, prefix: string): Promise<ObjectVersion[]> {
+  const versions: ObjectVersion[] = [];
+  let keyMarker: string | undefined;
+  let versionIdMarker: string | undefined;
+  for (;;) {
+    const page = await client.send(
+      new ListObjectVersionsCommand({
+        Bucket: BUCKET,
+        Prefix: prefix,
+        KeyMarker: keyMarker,
+        VersionIdMarker: versionIdMarker
+      }),
+      { abortSignal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) }
+    );
+    versions.push(...(page.Versions ?? []));
+    if (!page.IsTruncated) return versions;
+    keyMarker = page.NextKeyMarker;
+    versionIdMarker = page.NextVersionIdMarker;
+  }
+}
+
+/** The number of versions of each key below `prefix`. */
+async function versionCounts(client: S3Client, prefix: string): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const version of await listVersions(client, prefix)) {
+    if (version.Key !== undefined) counts.set(version.Key, (counts.get(version.Key) ?? 0) + 1);
+  }
+  return counts;
+}
+
+async function readObject(client: S3Client, key: string, versionId?: string): Promise<Buffer> {
+  const output = await client.send(
+    new GetObjectCommand({ Bucket: BUCKET, Key: key, VersionId: versionId }),
+    { abortSignal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) }
+  );
+  return Buffer.from((await output.Body?.transformToByteArray()) ?? new Uint8Array());
+}
+
+/**
+ * Check that each key gained exactly the expected number of versions, and that its latest
+ * version is the last save sent to it.
+ */
+async function checkVersions(
+  client: S3Client,
+  prefix: string,
+  before: ReadonlyMap<string, number>,
+  added: ReadonlyMap<string, number>,
+  lastIds: ReadonlyMap<string, string>,
+  what: string
+): Promise<Map<string, number>> {
+  const after = await versionCounts(client, prefix);
+  for (const [key, count] of added) {
+    const expected = (before.get(key) ?? 0) + count;
+    if (after.get(key) !== expected) {
+      throw new Error(`${what}: ${key} has ${after.get(key) ?? 0} versions, expected ${expected}`);
+    }
+  }
+  await runConcurrent(lastIds.size, 8, async index => {
+    const [key, id] = [...lastIds.entries()][index];
+    const body = await readObject(client, key);
+    if (!body.includes(id)) {
+      throw new Error(`${what}: the latest version of ${key} is not the last save (${id})`);
+    }
+  });
+  return after;
+}
+
+/**
+ * Watches keys with saves outstanding: every `intervalMs` it lists the versions of each such key
+ * (one `ListObjectVersions` per key, all at once) and resolves the saves whose version count has
+ * been reached with the time the listing's answer arrived.
+ */
+class VersionPoller {
+  constructor(
+    private readonly _client: S3Client,
+    private readonly _intervalMs: number
+  ) {}
+
+  /** Round trips of the listings, ms. */
+  readonly rtts: number[] = [];
+
+  /** Resolve with performance.now() once `key` has at least `count` versions. */
+  expect(key: string, count: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const waiting = this._waiting.get(key) ?? [];
+      waiting.push({ count, resolve, reject, since: performance.now() });
+      this._waiting.set(key, waiting);
+    });
+  }
+
+  start(): void {
+    this._running = true;
+    this._loop = this._run();
+  }
+
+  async stop(): Promise<void> {
+    this._running = false;
+    await this._loop;
+  }
+
+  private async _run(): Promise<void> {
+    while (this._running) {
+      const tick = performance.now();
+      await Promise.all([...this._waiting.keys()].map(key => this._poll(key)));
+      await sleep(this._intervalMs - (performance.now() - tick));
+    }
+  }
+
+  private async _poll(key: string): Promise<void> {
+    const sent = performance.now();
+    let count: number;
+    try {
+      const page = await this._client.send(
+        new ListObjectVersionsCommand({ Bucket: BUCKET, Prefix: key }),
+        { abortSignal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) }
+      );
+      count = (page.Versions ?? []).filter(version => version.Key === key).length;
+      if (page.IsTruncated) throw new Error(`${key}: more than one page of versions`);
+    } catch (error) {
+      for (const waiter of this._waiting.get(key) ?? []) waiter.reject(error as Error);
+      this._waiting.delete(key);
+      return;
+    }
+    const received = performance.now();
+    this.rtts.push(received - sent);
+    const waiting = this._waiting.get(key) ?? [];
+    const left = waiting.filter(waiter => {
+      if (waiter.count <= count) {
+        waiter.resolve(received);
+        return false;
+      }
+      if (received - waiter.since > ARCHIVE_TIMEOUT_MS) {
+        waiter.reject(
+          new Error(`${key}: no version ${waiter.count} after ${ARCHIVE_TIMEOUT_MS} ms`)
+        );
+        return false;
+      }
+      return true;
+    });
+    if (left.length === 0) this._waiting.delete(key);
+    else this._waiting.set(key, left);
+  }
+
+  private readonly _waiting = new Map<
+    string,
+    Array<{
+      count: number;
+      since: number;
+      resolve: (at: number) => void;
+      reject: (error: Error) => void;
+    }>
+  >();
+  private _running = false;
+  private _loop: Promise<void> = Promise.resolve();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The workload
+
+/** The notebook and the bodies built from it. */
+class Workload {
+  constructor(bytes: number) {
+    const { model } = generateNotebook(bytes);
+    const content: JsonObject = {
+      ...model,
+      metadata: {
+        ...(model.metadata as JsonObject),
+        jupyter_store_bench: { save_id: ID_PLACEHOLDER }
+      }
+    };
+    this._put = splitTemplate(
+      Buffer.from(JSON.stringify({ type: 'notebook', format: 'json', content }), 'utf8'),
+      ID_PLACEHOLDER,
+      'the PUT body'
+    );
+  }
+
+  /** The PUT body of a save with this id. */
+  putBody(id: string): Buffer {
+    return fill(this._put, id);
+  }
+
+  get putBytes(): number {
+    return this._put.before.length + ID_LENGTH + this._put.after.length;
+  }
+
+  /** Learn the bytes the gateway writes for a save, from a file it saved with `id`. */
+  async learnDiskBytes(file: string, id: string): Promise<void> {
+    this._disk = splitTemplate(await readFile(file), id, file);
+  }
+
+  /** The archived bytes of a save with this id (after {@link learnDiskBytes}). */
+  diskBody(id: string): Buffer {
+    if (this._disk === undefined) throw new Error('the disk bytes are not known yet');
+    return fill(this._disk, id);
+  }
+
+  get diskBytes(): number {
+    return this._disk === undefined
+      ? NaN
+      : this._disk.before.length + ID_LENGTH + this._disk.after.length;
+  }
+
+  private readonly _put: ITemplate;
+  private _disk: ITemplate | undefined;
+}
+
+function pathName(dir: string, index: number, paths: number): string {
+  return `${dir}/nb-${String(index % paths).padStart(2, '0')}.ipynb`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurement 1: sustained throughput
+
+/**
+ * One burst of saves through a gateway: with archiving on, timed until its journal is empty and
+ * checked in MinIO; with archiving off, timed until the last save is answered.
+ */
+async function saveRound(
+  saver: SaveClient,
+  archiving: boolean,
+  workload: Workload,
+  s3: S3Client,
+  plan: IThroughputPlan,
+  count: number,
+  pids: IPids
+): Promise<IThroughputRound> {
+  const prefix = objectKeyOf(WORKSPACE_PREFIX, 'tp/');
+  const before = archiving ? await versionCounts(s3, prefix) : new Map<string, number>();
+  const ids = Array.from({ length: count }, () => nextId('tp'));
+  const bodies = ids.map(id => workload.putBody(id));
+  const added = new Map<string, number>();
+  const lastIds = new Map<string, string>();
+  for (let i = 0; i < count; i++) {
+    const key = objectKeyOf(WORKSPACE_PREFIX, pathName('tp', i, plan.paths));
+    added.set(key, (added.get(key) ?? 0) + 1);
+    lastIds.set(key, ids[i]);
+  }
+  const locks = new PathLocks();
+  const latencies: number[] = [];
+  const cpuStart = cpuNow(pids);
+  const start = performance.now();
+  await runConcurrent(count, plan.concurrency, async i => {
+    const path = pathName('tp', i, plan.paths);
+    const { value } = await locks.run(path, () => saver.save(path, bodies[i]));
+    latencies.push(value);
+  });
+  const answered = performance.now();
+  const drained = archiving ? await saver.drained(2) : answered;
+  const cpu = cpuSince(pids, cpuStart);
+  if (archiving) await checkVersions(s3, prefix, before, added, lastIds, 'archive round');
+  return {
+    kind: archiving ? 'archive' : 'off',
+    count,
+    seconds: (drained - start) / 1000,
+    requestSeconds: (answered - start) / 1000,
+    latencies,
+    cpu
+  };
+}
+
+/** The same bodies written with PutObject from this process. */
+async function rawRound(
+  writer: S3Client,
+  s3: S3Client,
+  workload: Workload,
+  plan: IThroughputPlan,
+  count: number,
+  pids: IPids
+): Promise<IThroughputRound> {
+  const prefix = `${RAW_PREFIX}/tp/`;
+  const before = await versionCounts(s3, prefix);
+  const puts = Array.from({ length: count }, (_, i) => {
+    const id = nextId('rw');
+    const body = workload.diskBody(id);
+    return {
+      id,
+      key: objectKeyOf(RAW_PREFIX, pathName('tp', i, plan.paths)),
+      body,
+      sha256: createHash('sha256').update(body).digest('hex')
+    };
+  });
+  const added = new Map<string, number>();
+  const lastIds = new Map<string, string>();
+  for (const put of puts) {
+    added.set(put.key, (added.get(put.key) ?? 0) + 1);
+    lastIds.set(put.key, put.id);
+  }
+  const locks = new PathLocks();
+  const latencies: number[] = [];
+  const cpuStart = cpuNow(pids);
+  const start = performance.now();
+  await runConcurrent(count, plan.concurrency, async i => {
+    const put = puts[i];
+    await locks.run(put.key, async () => {
+      const sent = performance.now();
+      const output = await writer.send(
+        new PutObjectCommand({
+          Bucket: BUCKET,
+          Key: put.key,
+          Body: put.body,
+          ContentType: 'application/x-ipynb+json',
+          Metadata: { 'save-id': put.id, sha256: put.sha256 }
+        }),
+        { abortSignal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) }
+      );
+      latencies.push(performance.now() - sent);
+      if (output.VersionId === undefined) throw new Error(`PutObject ${put.key}: no version id`);
+    });
+  });
+  const done = performance.now();
+  const cpu = cpuSince(pids, cpuStart);
+  await checkVersions(s3, prefix, before, added, lastIds, 'raw round');
+  return {
+    kind: 'raw',
+    count,
+    seconds: (done - start) / 1000,
+    requestSeconds: (done - start) / 1000,
+    latencies,
+    cpu
+  };
+}
+
+async function measureThroughput(
+  savers: { on: SaveClient; off: SaveClient | undefined },
+  workload: Workload,
+  s3: S3Client,
+  writer: S3Client,
+  minio: IObjectServer,
+  plan: IThroughputPlan
+): Promise<IThroughputResult> {
+  const kinds: ThroughputKind[] = ['archive', 'raw'];
+  if (savers.off !== undefined) kinds.push('off');
+  const once = (kind: ThroughputKind, count: number): Promise<IThroughputRound> => {
+    const saver = kind === 'off' ? savers.off : savers.on;
+    const pids: IPids = { gateway: saver?.gateway.record.pid, minio: minio.pid };
+    if (kind === 'raw') return rawRound(writer, s3, workload, plan, count, pids);
+    if (saver === undefined) throw new Error('no gateway with archiving off');
+    return saveRound(saver, kind === 'archive', workload, s3, plan, count, pids);
+  };
+  log(`throughput: warm-up, ${plan.warmup} of each (${kinds.join(', ')})`);
+  for (const kind of kinds) await once(kind, plan.warmup);
+  const rounds: IThroughputRound[] = [];
+  for (let round = 0; round < plan.rounds; round++) {
+    // Each kind goes first in turn.
+    const order = kinds.map((_, i) => kinds[(i + round) % kinds.length]);
+    for (const kind of order) {
+      const result = await once(kind, plan.saves);
+      rounds.push(result);
+      log(
+        `throughput round ${round + 1} ${kind}: ${formatRate(result.count / result.seconds)}/s ` +
+          `(${result.seconds.toFixed(2)} s; other processes ${(result.cpu.others / (result.seconds * 1000)).toFixed(2)} cores)`
+      );
+    }
+  }
+  return { plan, rounds };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paced streams (measurements 2 and 3)
+
+/**
+ * Send `count` saves at `rate` per second (open loop: each at its time, answered or not), over
+ * `paths` paths in turn; `onSent` runs as each PUT goes out.
+ */
+async function pacedStream(
+  saver: SaveClient,
+  workload: Workload,
+  dir: string,
+  plan: IPacedPlan,
+  count: number,
+  onSent?: (save: IPacedSave) => void
+): Promise<IPacedSave[]> {
+  const locks = new PathLocks();
+  const saves: IPacedSave[] = [];
+  const pending: Array<Promise<void>> = [];
+  const interval = 1000 / plan.rate;
+  const start = performance.now();
+  for (let i = 0; i < count; i++) {
+    const due = start + i * interval;
+    await sleep(due - performance.now());
+    const save: IPacedSave = {
+      index: i,
+      path: pathName(dir, i, plan.paths),
+      id: nextId(dir),
+      sentAt: NaN,
+      lateMs: NaN,
+      putMs: NaN
+    };
+    const body = workload.putBody(save.id);
+    saves.push(save);
+    pending.push(
+      locks
+        .run(save.path, () => {
+          save.sentAt = performance.now();
+          save.lateMs = save.sentAt - due;
+          onSent?.(save);
+          return saver.save(save.path, body);
+        })
+        .then(({ value }) => {
+          save.putMs = value;
+        })
+    );
+  }
+  await Promise.all(pending);
+  return saves;
+}
+
+/** Measurement 2: save-to-archived latency, on the debug gateway. */
+async function measureLatency(
+  saver: SaveClient,
+  workload: Workload,
+  s3: S3Client,
+  minio: IObjectServer,
+  plan: IPlans['latency']
+): Promise<ILatencyResult> {
+  const pids: IPids = { gateway: saver.gateway.record.pid, minio: minio.pid };
+  const dir = 'lat';
+  log(`latency: warm-up, ${plan.warmup} saves`);
+  await pacedStream(saver, workload, dir, plan, plan.warmup);
+  await saver.drained();
+  const prefix = objectKeyOf(WORKSPACE_PREFIX, `${dir}/`);
+  const before = await versionCounts(s3, prefix);
+  const sentPerKey = new Map<string, number>();
+  const poller = new VersionPoller(s3, plan.pollMs);
+  const seen: Array<Promise<void>> = [];
+  log(
+    `latency: ${plan.saves} saves at ${plan.rate}/s over ${plan.paths} paths, polling every ${plan.pollMs} ms`
+  );
+  poller.start();
+  const cpuStart = cpuNow(pids);
+  const start = performance.now();
+  let saves: IPacedSave[];
+  try {
+    saves = await pacedStream(saver, workload, dir, plan, plan.saves, save => {
+      const key = objectKeyOf(WORKSPACE_PREFIX, save.path);
+      const nth = (sentPerKey.get(key) ?? 0) + 1;
+      sentPerKey.set(key, nth);
+      seen.push(
+        poller.expect(key, (before.get(key) ?? 0) + nth).then(at => {
+          save.seenAt = at;
+        })
+      );
+    });
+    await Promise.all(seen);
+  } finally {
+    await poller.stop();
+  }
+  const seconds = (performance.now() - start) / 1000;
+  const cpu = cpuSince(pids, cpuStart);
+  await saver.drained();
+
+  // Match versions to saves (the k-th new version of a key is the k-th save to it) and check.
+  const versions = await listVersions(s3, prefix);
+  const byKey = new Map<string, ObjectVersion[]>();
+  for (const version of versions) {
+    if (version.Key === undefined) continue;
+    byKey.set(version.Key, [...(byKey.get(version.Key) ?? []), version]);
+  }
+  const savesByKey = new Map<string, IPacedSave[]>();
+  for (const save of saves) {
+    const key = objectKeyOf(WORKSPACE_PREFIX, save.path);
+    savesByKey.set(key, [...(savesByKey.get(key) ?? []), save]);
+  }
+  const checks: Array<{ key: string; save: IPacedSave; versionId: string }> = [];
+  for (const [key, list] of savesByKey) {
+    const all = byKey.get(key) ?? [];
+    if (all.length !== (before.get(key) ?? 0) + list.length) {
+      throw new Error(`latency: ${key} has ${all.length} versions, expected more`);
+    }
+    // Newest first: the newest list.length versions, oldest of them first.
+    const newest = all.slice(0, list.length).reverse();
+    list.forEach((save, k) => {
+      const versionId = newest[k].VersionId;
+      if (versionId === undefined) throw new Error(`latency: a version of ${key} has no id`);
+      save.versionId = versionId;
+      checks.push({ key, save, versionId });
+    });
+  }
+  await runConcurrent(checks.length, 8, async index => {
+    const { key, save, versionId } = checks[index];
+    if (!(await readObject(s3, key, versionId)).includes(save.id)) {
+      throw new Error(`latency: version ${versionId} of ${key} is not save ${save.id}`);
+    }
+  });
+
+  // The gateway's own account of each archive (debug log).
+  const byVersion = new Map(saves.map(save => [save.versionId, save]));
+  const queuedMs: number[] = [];
+  const uploadMs: number[] = [];
+  let logMatched = 0;
+  for (const entry of logLines(saver.gateway, 'archived')) {
+    if (typeof entry.versionId !== 'string' || !byVersion.has(entry.versionId)) continue;
+    logMatched++;
+    queuedMs.push(Number(entry.queuedMs));
+    uploadMs.push(Number(entry.uploadMs));
+  }
+  return {
+    plan,
+    saves,
+    pollRtts: poller.rtts,
+    queuedMs,
+    uploadMs,
+    logMatched,
+    cpu,
+    seconds
+  };
+}
+
+/** Measurement 3: PUT latency with archiving on and off, alternating rounds. */
+async function measureOnOff(
+  savers: Record<'on' | 'off', SaveClient>,
+  workload: Workload,
+  minio: IObjectServer,
+  plan: IPacedPlan
+): Promise<IOnOffResult> {
+  const dir = 'onoff';
+  const sides = ['on', 'off'] as const;
+  log(`save latency on/off: warm-up, ${plan.warmup} saves each`);
+  for (const side of sides) {
+    await pacedStream(savers[side], workload, dir, plan, plan.warmup);
+    if (side === 'on') await savers.on.drained();
+  }
+  const rounds: IPacedRound[] = [];
+  for (let round = 0; round < plan.rounds; round++) {
+    const order = round % 2 === 0 ? sides : ([...sides].reverse() as Array<'on' | 'off'>);
+    for (const side of order) {
+      const saver = savers[side];
+      const pids: IPids = { gateway: saver.gateway.record.pid, minio: minio.pid };
+      const cpuStart = cpuNow(pids);
+      const start = performance.now();
+      const saves = await pacedStream(saver, workload, dir, plan, plan.saves);
+      const answered = performance.now();
+      // Archiving's background work belongs to its round: wait until it is done.
+      const drained = side === 'on' ? await saver.drained(2) : answered;
+      const cpu = cpuSince(pids, cpuStart);
+      rounds.push({
+        side,
+        saves,
+        seconds: (drained - start) / 1000,
+        cpu,
+        drainMs: drained - answered
+      });
+      const lat = latency(saves.map(save => save.putMs));
+      log(
+        `save latency round ${round + 1} ${side}: p50 ${formatMs(lat.p50)}, p99 ${formatMs(lat.p99)}`
+      );
+      await sleep(200);
+    }
+  }
+  return { plan, rounds };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Profiling
+
+/**
+ * Write a preload script that profiles the Node process it is loaded into, as `--cpu-prof`
+ * would, and writes `<pid>.cpuprofile` into `dir` when the process exits (see gateway.bench.ts).
+ */
+async function writeProfilerPreload(dir: string): Promise<string> {
+  const file = join(dir, 'cpu-profile-preload.cjs');
+  const script = `'use strict';
+const inspector = require('node:inspector');
+const fs = require('node:fs');
+const path = require('node:path');
+const session = new inspector.Session();
+session.connect();
+session.post('Profiler.enable');
+session.post('Profiler.start');
+process.on('exit', () => {
+  session.post('Profiler.stop', (error, result) => {
+    if (!error) {
+      fs.writeFileSync(
+        path.join(${JSON.stringify(dir)}, process.pid + '.cpuprofile'),
+        JSON.stringify(result.profile)
+      );
+    }
+  });
+});
+`;
+  await writeFile(file, script);
+  return file;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics and report
+
+function latency(samples: readonly number[]): ILatency {
+  const sorted = [...samples].filter(Number.isFinite).sort((a, b) => a - b);
+  const rank = (p: number): number => sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? NaN;
+  return {
+    n: sorted.length,
+    p50: rank(0.5),
+    p90: rank(0.9),
+    p99: rank(0.99),
+    max: sorted.at(-1) ?? NaN
+  };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+function formatMs(ms: number): string {
+  if (!Number.isFinite(ms)) return 'n/a';
+  if (ms < 10) return `${ms.toFixed(2)} ms`;
+  if (ms < 100) return `${ms.toFixed(1)} ms`;
+  return `${Math.round(ms).toLocaleString('en-US')} ms`;
+}
+
+function formatSignedMs(ms: number): string {
+  if (!Number.isFinite(ms)) return 'n/a';
+  return `${ms >= 0 ? '+' : '−'}${formatMs(Math.abs(ms))}`;
+}
+
+function formatRate(rate: number): string {
+  if (!Number.isFinite(rate)) return 'n/a';
+  if (rate < 10) return rate.toFixed(2);
+  if (rate < 100) return rate.toFixed(1);
+  return Math.round(rate).toLocaleString('en-US');
+}
+
+function formatRatio(ratio: number): string {
+  return Number.isFinite(ratio) ? `${ratio.toFixed(2)}x` : 'n/a';
+}
+
+function us(ms: number): string {
+  return Number.isFinite(ms) ? `${Math.round(ms * 1000).toLocaleString('en-US')} µs` : 'n/a';
+}
+
+function cores(cpuMs: number, seconds: number): string {
+  return (cpuMs / (seconds * 1000)).toFixed(2);
+}
+
+interface ITargetCheck {
+  readonly text: string;
+  readonly met: boolean;
+}
+
+/** The rounds of measurement 1 by kind, and the archive/raw ratios of rounds of the same index. */
+function throughputPairs(result: IThroughputResult): {
+  archive: IThroughputRound[];
+  raw: IThroughputRound[];
+  off: IThroughputRound[];
+  ratios: number[];
+  median: number;
+  pooled: number;
+} {
+  const of = (kind: ThroughputKind): IThroughputRound[] =>
+    result.rounds.filter(round => round.kind === kind);
+  const [archive, raw, off] = [of('archive'), of('raw'), of('off')];
+  const ratios = archive.map((round, i) => rateOf([round]) / rateOf([raw[i]]));
+  return {
+    archive,
+    raw,
+    off,
+    ratios,
+    median: median(ratios),
+    pooled: rateOf(archive) / rateOf(raw)
+  };
+}
+
+/** Saves (or writes) per second over rounds, total over total. */
+function rateOf(rounds: readonly IThroughputRound[]): number {
+  return (
+    rounds.reduce((sum, round) => sum + round.count, 0) /
+    rounds.reduce((sum, round) => sum + round.seconds, 0)
+  );
+}
+
+/** The same over the time until the last request was answered. */
+function requestRateOf(rounds: readonly IThroughputRound[]): number {
+  return (
+    rounds.reduce((sum, round) => sum + round.count, 0) /
+    rounds.reduce((sum, round) => sum + round.requestSeconds, 0)
+  );
+}
+
+/** CPU time per item (save or raw write) of the processes involved, and the kernel's. */
+function cpuPerItem(rounds: readonly IThroughputRound[], viaGateway: boolean): number {
+  const n = rounds.reduce((sum, round) => sum + round.count, 0);
+  return (
+    rounds.reduce(
+      (sum, round) =>
+        sum +
+        (viaGateway ? round.cpu.gateway : 0) +
+        round.cpu.minio +
+        round.cpu.client +
+        round.cpu.kernel,
+      0
+    ) / n
+  );
+}
+
+/** The CPU table's row of some rounds. */
+function cpuRow(label: string, rounds: readonly IThroughputRound[], viaGateway: boolean): string {
+  const total = (key: keyof ICpu): number => rounds.reduce((sum, round) => sum + round.cpu[key], 0);
+  const n = rounds.reduce((sum, round) => sum + round.count, 0);
+  const s = rounds.reduce((sum, round) => sum + round.seconds, 0);
+  const ours = (viaGateway ? total('gateway') : 0) + total('minio') + total('client');
+  return `| ${[
+    label,
+    viaGateway ? us(total('gateway') / n) : '–',
+    us(total('minio') / n),
+    us(total('client') / n),
+    us(total('kernel') / n),
+    us((ours + total('kernel')) / n),
+    viaGateway ? cores(total('gateway'), s) : '–',
+    cores(total('minio'), s),
+    cores(total('client'), s),
+    cores(total('kernel'), s),
+    cores(total('others'), s),
+    cores(ours + total('kernel') + total('others'), s)
+  ].join(' | ')} |`;
+}
+
+const CPU_HEADER = [
+  '| Path | gateway CPU / save | MinIO CPU / save | this process CPU / save | kernel threads CPU / save | total / save | cores: gateway | MinIO | this process | kernel threads | other processes | total |',
+  '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|'
+];
+
+function throughputSection(result: IThroughputResult, run: IRunResult): string[] {
+  const { plan } = result;
+  const { archive, raw, off, ratios, median: ratio, pooled } = throughputPairs(result);
+  const withOff = off.length === archive.length;
+  const rows = archive.map((round, i) => {
+    const other = raw[i];
+    const all = withOff ? [round, other, off[i]] : [round, other];
+    const seconds = all.reduce((sum, r) => sum + r.seconds, 0);
+    const others = all.reduce((sum, r) => sum + r.cpu.others, 0);
+    const archiveLatency = latency(round.latencies);
+    const rawLatency = latency(other.latencies);
+    return [
+      String(i + 1),
+      `${formatRate(rateOf([round]))} (${round.seconds.toFixed(2)} s)`,
+      `${formatRate(rateOf([other]))} (${other.seconds.toFixed(2)} s)`,
+      `**${formatRatio(ratios[i])}**`,
+      formatRate(requestRateOf([round])),
+      formatMs((round.seconds - round.requestSeconds) * 1000),
+      ...(withOff
+        ? [formatRate(requestRateOf([off[i]])), formatRatio(rateOf([round]) / rateOf([off[i]]))]
+        : []),
+      `${formatMs(archiveLatency.p50)} / ${formatMs(archiveLatency.p99)}`,
+      `${formatMs(rawLatency.p50)} / ${formatMs(rawLatency.p99)}`,
+      cores(others, seconds)
+    ].join(' | ');
+  });
+  const header = [
+    'Round',
+    'archived saves/s (first PUT → last version confirmed)',
+    'raw PutObject/s',
+    'archived/raw',
+    'PUTs answered/s (archiving on)',
+    'last PUT answered → journal empty',
+    ...(withOff ? ['saves/s with archiving off', 'archived/off'] : []),
+    'gateway PUT p50 / p99 (on)',
+    'raw PutObject p50 / p99',
+    'other processes (cores)'
+  ];
+  const offLatency = latency(off.flatMap(round => round.latencies));
+  return [
+    `### 1. Sustained archive throughput (${plan.saves.toLocaleString('en-US')} saves over ${plan.paths} paths, ${plan.concurrency} at a time)`,
+    '',
+    `| ${header.join(' | ')} |`,
+    `|${header.map(() => '--:').join('|')}|`,
+    ...rows.map(row => `| ${row} |`),
+    `| all | ${formatRate(rateOf(archive))} | ${formatRate(rateOf(raw))} | median **${formatRatio(ratio)}**, pooled ${formatRatio(pooled)} | ${formatRate(requestRateOf(archive))} | | ${
+      withOff
+        ? `${formatRate(requestRateOf(off))} | ${formatRatio(rateOf(archive) / rateOf(off))} | `
+        : ''
+    }${formatMs(latency(archive.flatMap(r => r.latencies)).p50)} / ${formatMs(latency(archive.flatMap(r => r.latencies)).p99)} | ${formatMs(latency(raw.flatMap(r => r.latencies)).p50)} / ${formatMs(latency(raw.flatMap(r => r.latencies)).p99)} | |`,
+    '',
+    `The target is checked against the median of the rounds' archived/raw ratios: **${formatRatio(ratio)}** (pooled, total over total: ${formatRatio(pooled)}). ` +
+      `Each round sends ${plan.saves.toLocaleString('en-US')} saves of the ${run.notebookBytes.toLocaleString('en-US')}-byte notebook ` +
+      `(PUT body ${run.putBodyBytes.toLocaleString('en-US')} bytes) to paths \`tp/nb-00.ipynb\` … \`tp/nb-${String(plan.paths - 1).padStart(2, '0')}.ipynb\` in turn, ` +
+      `${plan.concurrency} at a time (one at a time per path), and is timed until the gateway's journal has no pending record; ` +
+      'the version counts and the latest version of every key are then checked in MinIO. The raw round writes the same bytes ' +
+      `to \`${RAW_PREFIX}/tp/…\` with \`PutObject\` (AWS SDK, ${plan.concurrency} at a time, keep-alive), timed to the last answer. ` +
+      (withOff
+        ? `For comparison, the same saves also go through the gateway with archiving off, timed to the last answer (PUT p50 / p99 ${formatMs(offLatency.p50)} / ${formatMs(offLatency.p99)}): ` +
+          'what the contents API alone sustains on this machine. '
+        : '') +
+      `Each kind goes first in turn, after a warm-up of ${plan.warmup} of each.`,
+    '',
+    'CPU per save (or per raw write) and cores used, over these rounds:',
+    '',
+    ...CPU_HEADER,
+    cpuRow('saves, archiving on', archive, true),
+    cpuRow('raw PutObject', raw, false),
+    ...(withOff ? [cpuRow('saves, archiving off', off, true)] : []),
+    '',
+    `Raw total CPU per write ÷ archived total CPU per save: ${formatRatio(cpuPerItem(raw, false) / cpuPerItem(archive, true))}; ` +
+      "when the cores are the limit (a total near the machine's cores), that is about the throughput ratio to expect. " +
+      "Kernel threads and other processes are everything outside the three processes named, so part of the kernel threads' " +
+      'time is the fsyncs of the gateway and of MinIO, and part of "other processes" may be too (it includes processes too ' +
+      'short-lived to be seen at both ends of a round).',
+    ''
+  ];
+}
+
+function latencySection(result: ILatencyResult): string[] {
+  const { plan, saves } = result;
+  const toArchived = latency(saves.map(save => (save.seenAt ?? NaN) - save.sentAt));
+  const afterAnswer = latency(saves.map(save => (save.seenAt ?? NaN) - save.sentAt - save.putMs));
+  const put = latency(saves.map(save => save.putMs));
+  const queued = latency(result.queuedMs);
+  const upload = latency(result.uploadMs);
+  const rtt = latency(result.pollRtts);
+  const late = latency(saves.map(save => save.lateMs));
+  const row = (label: string, l: ILatency): string =>
+    `| ${label} | ${l.n} | ${formatMs(l.p50)} | ${formatMs(l.p90)} | ${formatMs(l.p99)} | ${formatMs(l.max)} |`;
+  return [
+    `### 2. Save-to-archived latency (${plan.saves} saves at ${plan.rate}/s over ${plan.paths} paths)`,
+    '',
+    '| Interval | n | p50 | p90 | p99 | max |',
+    '|---|--:|--:|--:|--:|--:|',
+    row('**PUT sent → version listed by MinIO**', toArchived),
+    row('PUT answered → version listed', afterAnswer),
+    row('PUT (save answered)', put),
+    row('gateway log: `queuedMs` (journal append start → upload start)', queued),
+    row('gateway log: `uploadMs` (PutObject)', upload),
+    row('listing round trip (poll resolution, plus the poll interval)', rtt),
+    '',
+    `Measured from outside: each save carries a unique id; while a key has saves outstanding, ` +
+      `\`ListObjectVersions\` on that key runs every ${plan.pollMs} ms, and a save counts as archived when the ` +
+      'answer of the first listing that shows its version arrives (an upper bound: late by at most the poll interval ' +
+      `plus a listing's round trip). Afterwards every version was read back and matched to its save by id. ` +
+      `The log figures come from the gateway's \`archived\` debug lines (${result.logMatched} of ${saves.length} matched by version id). ` +
+      `This stream ran on a separate gateway started with \`--log-level debug\`, after ${plan.warmup} warm-up saves; ` +
+      `sends were late on their schedule by ${formatMs(late.p50)} p50, ${formatMs(late.max)} at most; ` +
+      `other processes used ${cores(result.cpu.others, result.seconds)} cores meanwhile.`,
+    ''
+  ];
+}
+
+function onOffStats(result: IOnOffResult): Record<'on' | 'off', ILatency> & {
+  cpu: Record<
+    'on' | 'off',
+    { gateway: number; minio: number; kernel: number; others: number; saves: number }
+  >;
+  /** on/off p50 of each round (the two sides' rounds of the same index ran back to back). */
+  ratios: number[];
+  /** Their median: what the target is checked against. */
+  ratio: number;
+  /** on − off p50 of each round, ms. */
+  differences: number[];
+} {
+  const get = (side: 'on' | 'off') => result.rounds.filter(round => round.side === side);
+  const p50s = (side: 'on' | 'off'): number[] =>
+    get(side).map(round => latency(round.saves.map(save => save.putMs)).p50);
+  const [onP50, offP50] = [p50s('on'), p50s('off')];
+  const ratios = onP50.map((p50, i) => p50 / offP50[i]);
+  const differences = onP50.map((p50, i) => p50 - offP50[i]);
+  const stats = (side: 'on' | 'off'): ILatency =>
+    latency(get(side).flatMap(round => round.saves.map(save => save.putMs)));
+  const cpu = (side: 'on' | 'off') => {
+    const rounds = get(side);
+    const sum = rounds.reduce((acc, round) => addCpu(acc, round.cpu), NO_CPU);
+    const seconds = rounds.reduce((acc, round) => acc + round.seconds, 0);
+    const saves = rounds.reduce((acc, round) => acc + round.saves.length, 0);
+    return {
+      gateway: sum.gateway / saves,
+      minio: sum.minio / saves,
+      kernel: sum.kernel / saves,
+      others: sum.others / (seconds * 1000),
+      saves
+    };
+  };
+  return {
+    on: stats('on'),
+    off: stats('off'),
+    cpu: { on: cpu('on'), off: cpu('off') },
+    ratios,
+    ratio: median(ratios),
+    differences
+  };
+}
+
+function onOffSection(result: IOnOffResult): string[] {
+  const { plan } = result;
+  const { on, off, cpu, ratios, ratio, differences } = onOffStats(result);
+  const perRound = (side: 'on' | 'off'): string =>
+    result.rounds
+      .filter(round => round.side === side)
+      .map(round => formatMs(latency(round.saves.map(save => save.putMs)).p50))
+      .join(', ');
+  const row = (label: string, l: ILatency, side: 'on' | 'off'): string =>
+    `| ${label} | ${l.n} | ${formatMs(l.p50)} | ${formatMs(l.p90)} | ${formatMs(l.p99)} | ${formatMs(l.max)} | ${perRound(side)} | ${us(cpu[side].gateway)} | ${us(cpu[side].minio)} | ${us(cpu[side].kernel)} | ${cpu[side].others.toFixed(2)} |`;
+  const drain = latency(result.rounds.filter(r => r.side === 'on').map(r => r.drainMs));
+  return [
+    `### 3. Save latency with archiving on and off (${plan.rounds} rounds × ${plan.saves} saves per side at ${plan.rate}/s over ${plan.paths} paths)`,
+    '',
+    '| Gateway | n | PUT p50 | p90 | p99 | max | p50 per round | gateway CPU / save | MinIO CPU / save | kernel threads CPU / save | other processes (cores) |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    row('archiving on (MinIO)', on, 'on'),
+    row('archiving off (`workspace_prefix` empty)', off, 'off'),
+    `| on/off, pooled (on − off) | | ${formatRatio(on.p50 / off.p50)} (${formatSignedMs(on.p50 - off.p50)}) | ${formatRatio(on.p90 / off.p90)} | ${formatRatio(on.p99 / off.p99)} | ${formatRatio(on.max / off.max)} | ${ratios.map(formatRatio).join(', ')} | ${formatRatio(cpu.on.gateway / cpu.off.gateway)} | | ${formatRatio(cpu.on.kernel / cpu.off.kernel)} | |`,
+    '',
+    `The target is checked against the median of the rounds' on/off p50 ratios: **${formatRatio(ratio)}** ` +
+      `(per round ${ratios.map(formatRatio).join(', ')}; on − off ${differences.map(formatSignedMs).join(', ')}). ` +
+      'The load of other jobs moves the p50 of whole rounds by more than archiving does, so the ratio of the pooled ' +
+      'percentiles (the last row) blurs the difference the rounds show side by side.',
+    '',
+    'PUT latency is from the first byte sent to the last byte of the answer, one keep-alive client, the saves sent on a ' +
+      `fixed schedule whether or not the previous one was answered. Rounds alternate between the gateways (the one that goes ` +
+      `first alternates too), after ${plan.warmup} warm-up saves each; an "on" round lasts until its journal is empty ` +
+      `(${formatMs(drain.p50)} p50 after its last answer), so its CPU columns include the uploads.`,
+    ''
+  ];
+}
+
+function checks(run: IRunResult): ITargetCheck[] {
+  const list: ITargetCheck[] = [];
+  if (run.throughput) {
+    const { median: ratio, pooled } = throughputPairs(run.throughput);
+    list.push({
+      text:
+        `archive throughput ≥ ${TARGET_THROUGHPUT_RATIO * 100} % of raw PutObject: ${(ratio * 100).toFixed(1)} % ` +
+        `(median of the round pairs; pooled ${(pooled * 100).toFixed(1)} %)`,
+      met: ratio >= TARGET_THROUGHPUT_RATIO
+    });
+  }
+  if (run.onoff) {
+    const { on, off, ratio, differences } = onOffStats(run.onoff);
+    list.push({
+      text:
+        `save latency p50 with archiving on ≤ ${TARGET_SAVE_LATENCY_RATIO}x off: ${formatRatio(ratio)} ` +
+        `(median of the rounds' p50 ratios, on − off ${formatSignedMs(median(differences))}; pooled ` +
+        `${formatMs(on.p50)} vs ${formatMs(off.p50)}, ${formatRatio(on.p50 / off.p50)}; ` +
+        `p99 ${formatMs(on.p99)} vs ${formatMs(off.p99)}, ${formatRatio(on.p99 / off.p99)})`,
+      met: ratio <= TARGET_SAVE_LATENCY_RATIO
+    });
+  }
+  return list;
+}
+
+/** The 1, 5 and 15 minute load averages before the run: a busy machine blurs the figures. */
+const loadAtStart = loadavg()
+  .map(load => load.toFixed(2))
+  .join(' / ');
+
+/** The file system type of the mount holding `dir` (`/proc/mounts`, longest match). */
+function fileSystemOf(dir: string): string {
+  try {
+    let best = { mount: '', type: 'unknown' };
+    for (const line of readFileSync('/proc/mounts', 'utf8').split('\n')) {
+      const [, mount, type] = line.split(' ');
+      if (mount === undefined || type === undefined) continue;
+      const inside = dir === mount || dir.startsWith(mount.endsWith('/') ? mount : `${mount}/`);
+      if (inside && mount.length >= best.mount.length) best = { mount, type };
+    }
+    return best.type;
+  } catch {
+    return 'unknown';
+  }
+}
+
+function machineLine(): string {
+  const model = cpus()[0]?.model.trim() ?? 'unknown CPU';
+  return (
+    `${availableParallelism()} cores (${model}), ${(totalmem() / 1024 ** 3).toFixed(1)} GiB memory, ` +
+    `${osType()} ${release()}, Node ${process.version}; temporary directories (MinIO's drive, ` +
+    `the gateways' roots and journals) on ${fileSystemOf(tmpdir())}; load average at the start ${loadAtStart}`
+  );
+}
+
+function report(
+  run: IRunResult,
+  command: string,
+  seconds: number
+): { text: string; allMet: boolean } {
+  const list = checks(run);
+  const met = list.filter(check => check.met).length;
+  const allMet = met === list.length;
+  const summary = allMet
+    ? `targets met (${met} of ${list.length})`
+    : `targets missed: ${list.length - met} of ${list.length} (${list
+        .filter(check => !check.met)
+        .map(check => check.text.split(':')[0])
+        .join('; ')})`;
+  const text = [
+    '## Archive results',
+    '',
+    `- Command: \`${command}\``,
+    `- Date: ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}`,
+    `- Machine: ${machineLine()}`,
+    `- Run time: ${Math.round(seconds)} s`,
+    `- Object store: MinIO ${run.minioVersion} (single drive, versioned bucket \`${BUCKET}\`) at \`${run.endpoint}\`; ` +
+      `the gateways with default settings (\`max_threads\` 16, \`object_checksums\` when_supported)`,
+    `- Notebook: ${run.notebookBytes.toLocaleString('en-US')} bytes on disk (an archived version), ` +
+      `PUT body ${run.putBodyBytes.toLocaleString('en-US')} bytes`,
+    `- Other processes on the machine just before the run: ${run.otherCoresBefore.toFixed(2)} cores (2 s sample); ` +
+      'per measurement in the tables',
+    '',
+    ...(run.throughput ? throughputSection(run.throughput, run) : []),
+    ...(run.latency ? latencySection(run.latency) : []),
+    ...(run.onoff ? onOffSection(run.onoff) : []),
+    `### Targets: ${allMet ? 'met' : 'missed'}`,
+    '',
+    ...list.map(check => `- ${check.text}: ${check.met ? 'met' : '**missed**'}`),
+    '',
+    `**${summary}**`,
+    ''
+  ].join('\n');
+  return { text, allMet };
+}
+
+function writeDocsFile(body: string): void {
+  const block = `${BEGIN_MARKER}\n\n${body}\n${END_MARKER}\n`;
+  const current = existsSync(DOCS_FILE) ? readFileSync(DOCS_FILE, 'utf8') : '';
+  const begin = current.indexOf(BEGIN_MARKER);
+  const end = current.indexOf(END_MARKER);
+  let next: string;
+  if (begin >= 0 && end > begin) {
+    next = current.slice(0, begin) + block + current.slice(end + END_MARKER.length + 1);
+  } else {
+    // After the gateway section (and its notes), before the contents benchmark, which
+    // rewrites everything below its own marker.
+    const section = `${DEFAULT_SECTION}\n${block}\n`;
+    let at = current.indexOf(`\n${CONTENTS_HEADING}\n`);
+    if (at >= 0) at += 1;
+    else at = current.indexOf(CONTENTS_MARKER);
+    if (at < 0) {
+      const gatewayEnd = current.indexOf(GATEWAY_END_MARKER);
+      at = gatewayEnd >= 0 ? current.length : 0;
+    }
+    next = current.slice(0, at) + section + current.slice(at);
+  }
+  const contents = next.indexOf(CONTENTS_MARKER);
+  if (contents >= 0 && contents < next.indexOf(END_MARKER)) {
+    throw new Error(`${DOCS_FILE}: the archive section must stay above the contents marker`);
+  }
+  writeFileSync(DOCS_FILE, next);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+function build(): void {
+  log('building (tsc -b)');
+  const tsc = join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  const result = spawnSync(process.execPath, [tsc, '-b'], { cwd: REPO_ROOT, stdio: 'inherit' });
+  if (result.status !== 0)
+    throw new Error('`tsc -b` failed: fix the build (npm run build), or pass --skip-build.');
+}
+
+type GatewayRole = 'on' | 'off' | 'debug';
+
+/** Start one gateway archiving to MinIO (or not, for "off"), and check what its log says. */
+async function startGateway(
+  role: GatewayRole,
+  minio: IObjectServer,
+  profileDir: string | undefined
+): Promise<IGatewayProcess> {
+  const args = [
+    ...labDefaults(),
+    '--log-level',
+    role === 'debug' ? 'debug' : 'info',
+    `--StoreSettings.object_endpoint_url=${minio.endpoint}`,
+    `--StoreSettings.object_bucket=${BUCKET}`
+  ];
+  if (role === 'off') args.push('--StoreSettings.workspace_prefix=');
+  let nodeOptions = '';
+  if (profileDir !== undefined && role === 'on') {
+    await mkdir(profileDir, { recursive: true });
+    nodeOptions = `--require ${await writeProfilerPreload(profileDir)}`;
+  }
+  const gateway = await startGatewayProcess({
+    args,
+    env: {
+      NODE_OPTIONS: nodeOptions,
+      STORE_OBJECT_ACCESS_KEY_ID: minio.accessKeyId,
+      STORE_OBJECT_SECRET_ACCESS_KEY: minio.secretAccessKey,
+      STORE_OBJECT_REGION_NAME: minio.region
+    }
+  });
+  let stopped = false;
+  cleanups.push(async () => {
+    if (stopped) return;
+    stopped = true;
+    const code = await gateway.stop('SIGTERM', 60_000);
+    if (code !== 0)
+      log(`the ${role} gateway exited with ${code}; its stderr:\n${gateway.stderr()}`);
+  });
+  const expected = role === 'off' ? 'archiving is off' : 'archiving every notebook save';
+  const deadline = Date.now() + 10_000;
+  while (logLines(gateway, expected).length === 0) {
+    if (Date.now() > deadline) {
+      throw new Error(
+        `the ${role} gateway did not log '${expected}'; its stderr:\n${gateway.stderr().slice(-3000)}`
+      );
+    }
+    await sleep(50);
+  }
+  if (role === 'off') {
+    const reason = logLines(gateway, expected)[0].reason;
+    log(`off gateway: archiving is off (${String(reason)})`);
+  }
+  log(`${role} gateway on port ${gateway.record.port} (pid ${gateway.record.pid})`);
+  return gateway;
+}
+
+async function run(): Promise<void> {
+  const started = Date.now();
+  if (!options['skip-build']) build();
+  const plan = plans(options.quick);
+  const otherCoresBefore = await otherLoad(2_000, { gateway: undefined, minio: undefined });
+  log(`other processes used ${otherCoresBefore.toFixed(2)} cores over the last 2 s`);
+
+  log('starting MinIO');
+  const minio = await startMinio();
+  cleanups.push(() => minio.dispose());
+  await createVersionedBucket(minio, BUCKET);
+  const s3 = s3ClientFor(minio);
+  cleanups.push(async () => s3.destroy());
+  // The raw writer is configured as the gateway's store is: keep-alive, as many sockets as the
+  // concurrency (max_threads), the SDK's default checksums and retries.
+  const writer = new S3Client({
+    endpoint: minio.endpoint,
+    region: minio.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: minio.accessKeyId, secretAccessKey: minio.secretAccessKey },
+    maxAttempts: 3,
+    requestHandler: new NodeHttpHandler({
+      httpAgent: { keepAlive: true, maxSockets: plan.throughput.concurrency },
+      connectionTimeout: 5_000,
+      requestTimeout: REQUEST_TIMEOUT_MS
+    })
+  });
+  cleanups.push(async () => writer.destroy());
+
+  const profileDir = options.profile
+    ? join(tmpdir(), 'jupyter-store-bench-profiles', `archive-${Date.now()}`)
+    : undefined;
+  const roles: GatewayRole[] = [];
+  if (phases.includes('throughput') || phases.includes('onoff')) roles.push('on', 'off');
+  if (phases.includes('latency')) roles.push('debug');
+  log(`starting jupyter-store lab: ${roles.join(', ')}`);
+  const gateways = new Map<GatewayRole, IGatewayProcess>();
+  await Promise.all(
+    roles.map(async role => gateways.set(role, await startGateway(role, minio, profileDir)))
+  );
+  const savers = new Map<GatewayRole, SaveClient>();
+  for (const [role, gateway] of gateways) {
+    const saver = new SaveClient(gateway, `${role} gateway`, plan.throughput.concurrency);
+    savers.set(role, saver);
+    cleanups.push(async () => saver.close());
+  }
+  const saver = (role: GatewayRole): SaveClient => {
+    const found = savers.get(role);
+    if (found === undefined) throw new Error(`no ${role} gateway`);
+    return found;
+  };
+
+  // One save to learn the bytes a save writes (the raw bodies), and that the journal is where
+  // the benchmark looks for it.
+  const workload = new Workload(NOTEBOOK_BYTES);
+  {
+    const probe = saver(roles[0]);
+    const id = nextId('pr');
+    await mkdir(join(probe.gateway.rootDir, 'probe'), { recursive: true });
+    await probe.save('probe/nb.ipynb', workload.putBody(id));
+    await workload.learnDiskBytes(join(probe.gateway.rootDir, 'probe', 'nb.ipynb'), id);
+    if (!existsSync(probe.pendingDir)) throw new Error(`no journal at ${probe.pendingDir}`);
+    await probe.drained();
+  }
+  for (const gateway of gateways.values()) {
+    for (const dir of ['tp', 'lat', 'onoff']) {
+      await mkdir(join(gateway.rootDir, dir), { recursive: true });
+    }
+  }
+
+  let throughput: IThroughputResult | undefined;
+  let latencyResult: ILatencyResult | undefined;
+  let onoff: IOnOffResult | undefined;
+  if (phases.includes('throughput')) {
+    const t = Date.now();
+    throughput = await measureThroughput(
+      { on: saver('on'), off: savers.get('off') },
+      workload,
+      s3,
+      writer,
+      minio,
+      plan.throughput
+    );
+    log(`throughput: ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  }
+  if (phases.includes('onoff')) {
+    const t = Date.now();
+    onoff = await measureOnOff({ on: saver('on'), off: saver('off') }, workload, minio, plan.onoff);
+    log(`save latency on/off: ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  }
+  if (phases.includes('latency')) {
+    const t = Date.now();
+    latencyResult = await measureLatency(saver('debug'), workload, s3, minio, plan.latency);
+    log(`save-to-archived latency: ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  }
+
+  const result: IRunResult = {
+    notebookBytes: workload.diskBytes,
+    putBodyBytes: workload.putBytes,
+    minioVersion: pinnedObjectServers().MINIO_VERSION ?? 'unknown',
+    endpoint: minio.endpoint,
+    otherCoresBefore,
+    throughput,
+    latency: latencyResult,
+    onoff
+  };
+  const argv = process.argv.slice(2);
+  const command = `npm run bench:archive${argv.length > 0 ? ` -- ${argv.join(' ')}` : ''}`;
+  const { text, allMet } = report(result, command, (Date.now() - started) / 1000);
+  process.stdout.write(`\n${text}\n`);
+  if (writeDocs) {
+    writeDocsFile(text);
+    log(`wrote ${DOCS_FILE}`);
+  }
+  if (!allMet) log('some targets were missed (a measurement: the exit status stays 0)');
+
+  if (profileDir !== undefined) {
+    const on = gateways.get('on');
+    if (on !== undefined) {
+      await on.stop('SIGTERM', 60_000);
+      const file = join(profileDir, `${on.record.pid}.cpuprofile`);
+      if (!readdirSync(profileDir).includes(`${on.record.pid}.cpuprofile`)) {
+        log(`no ${file}: did the gateway exit cleanly?`);
+      } else {
+        const summary = await summariseProfile(file, REPO_ROOT);
+        process.stdout.write(
+          `\n### CPU profile of the "on" gateway (${file})\n\n${formatProfileSummary(summary)}\n`
+        );
+      }
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  const watchdog = setTimeout(() => {
+    log(`the run took more than ${RUN_DEADLINE_MS / 60_000} minutes: aborting`);
+    void cleanUp().finally(() => process.exit(1));
+  }, RUN_DEADLINE_MS);
+  watchdog.unref();
+  try {
+    await run();
+  } catch (error) {
+    // After a signal the servers are going away under the run: that is no failure to report.
+    if (!cleaningUp()) log(`failed: ${(error as Error).stack ?? String(error)}`);
+    process.exitCode = 1;
+  } finally {
+    await cleanUp();
+    clearTimeout(watchdog);
+  }
+}
+
+void main();
