@@ -1,2 +1,3 @@
 export * from './contents';
 export * from './errors';
+export * from './store';

@@ -14,6 +14,7 @@ import {
   type ILiveServerRecord
 } from '../gateway/runtimeRecord';
 import { describeUpstream, parseUpstreamAddress, type UpstreamAddress } from '../gateway/upstream';
+import { createStoreApiRouter } from '../api/storeApi';
 import { Archiving } from '../archive/archiving';
 import {
   loadStoreSettings,
@@ -344,8 +345,9 @@ async function startGateway(
   });
   try {
     const archiving = await Archiving.start(common.store, gateway.manager, log);
-    gateway.app.locals.archiving = archiving;
     gateway.onShutdown(() => archiving.close());
+    // Publishing stays off until it can be enabled (the store API's publish route comes later).
+    gateway.mount('api/store', createStoreApiRouter({ archiving, publishEnabled: () => false }));
   } catch (error) {
     log.fatal({ err: (error as Error).message }, 'cannot start archiving');
     await gateway.close({ drainTimeoutMs: 0 });

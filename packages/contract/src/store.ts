@@ -1,0 +1,61 @@
+import { z } from 'zod';
+
+/** The five features of feature detection, by the specification's names. */
+export const StoreFeaturesSchema = z.object({
+  store_valid: z.boolean(),
+  archive_valid: z.boolean(),
+  publish_valid: z.boolean(),
+  object_clone_valid: z.boolean(),
+  fs_clone_valid: z.boolean()
+});
+
+/** The archive queue's state, as feature detection reports it. */
+export const ArchiveStatusSchema = z.object({
+  /** Saves journalled and not yet confirmed by the object store. */
+  pending: z.number().int().nonnegative(),
+  /** Age of the oldest pending save in seconds, or null when none is pending. */
+  oldest_pending_age_seconds: z.number().nonnegative().nullable(),
+  /** Saves archived since the gateway started. */
+  archived: z.number().int().nonnegative(),
+  /** When the last save was archived (ISO 8601), or null. */
+  last_archived_at: z.string().nullable(),
+  /** The last failure, cleared by the next success. */
+  last_error: z
+    .object({ message: z.string(), at: z.string(), path: z.string().optional() })
+    .nullable()
+});
+
+/** `GET {base}api/store`: feature detection. */
+export const StoreInfoSchema = z.object({
+  /** The jupyter-store release. */
+  release: z.string(),
+  features: StoreFeaturesSchema,
+  /** In words, why each feature that is off is off. */
+  reasons: z.record(z.string(), z.string()),
+  /** The archive queue, or null when archiving is off. */
+  archive: ArchiveStatusSchema.nullable()
+});
+
+/** One stored version of an object. */
+export const ObjectVersionSchema = z.object({
+  object_version_id: z.string(),
+  last_modified: z.string(),
+  size: z.number().int().nonnegative(),
+  is_latest: z.boolean()
+});
+
+/** `GET {base}api/store/versions/{path}`: the archived and published versions of a path. */
+export const VersionListingSchema = z.object({
+  path: z.string(),
+  object_bucket: z.string(),
+  /** Archived (workspace) versions, newest first. */
+  workspace: z.object({ object_key: z.string(), versions: z.array(ObjectVersionSchema) }),
+  /** Published versions, newest first. */
+  published: z.object({ object_key: z.string(), versions: z.array(ObjectVersionSchema) })
+});
+
+export type StoreFeatures = z.infer<typeof StoreFeaturesSchema>;
+export type ArchiveStatus = z.infer<typeof ArchiveStatusSchema>;
+export type StoreInfo = z.infer<typeof StoreInfoSchema>;
+export type ObjectVersion = z.infer<typeof ObjectVersionSchema>;
+export type VersionListing = z.infer<typeof VersionListingSchema>;

@@ -1,0 +1,100 @@
+/**
+ * The store API's feature detection and version listing through the gateway, with the embedded
+ * store (the main command's default).
+ */
+import { StoreInfoSchema, VersionListingSchema } from '@jupyter-store/contract';
+import { labDefaults, startGatewayProcess, type IGatewayProcess } from '../support/gateway';
+
+jest.setTimeout(120_000);
+
+describe('store API with the embedded store', () => {
+  let gateway: IGatewayProcess;
+  const auth = (): Record<string, string> => ({ Authorization: `token ${gateway.token}` });
+
+  beforeAll(async () => {
+    gateway = await startGatewayProcess({ args: labDefaults() });
+  });
+
+  afterAll(async () => {
+    await gateway?.stop();
+  });
+
+  async function save(path: string, text: string): Promise<void> {
+    const response = await fetch(gateway.url(`api/contents/${path}`), {
+      method: 'PUT',
+      headers: { ...auth(), 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        type: 'notebook',
+        content: {
+          cells: [{ cell_type: 'markdown', id: 'a', metadata: {}, source: text }],
+          metadata: {},
+          nbformat: 4,
+          nbformat_minor: 5
+        }
+      })
+    });
+    expect(response.ok).toBe(true);
+  }
+
+  test('GET api/store reports the release, the features with reasons and the archive', async () => {
+    const response = await fetch(gateway.url('api/store'), { headers: auth() });
+    expect(response.status).toBe(200);
+    const info = StoreInfoSchema.parse(await response.json());
+    expect(info.release).toBe(gateway.record.version);
+    expect(info.features).toEqual({
+      store_valid: true,
+      archive_valid: true,
+      publish_valid: false,
+      object_clone_valid: true,
+      fs_clone_valid: false
+    });
+    expect(info.reasons.publish_valid).toMatch(/jupyter store enable/);
+    expect(info.reasons.fs_clone_valid).toMatch(/fs_cloning_basedir/);
+    expect(info.archive).toMatchObject({ pending: 0, last_error: null });
+  });
+
+  test('GET api/store needs Jupyter’s auth', async () => {
+    const response = await fetch(gateway.url('api/store'));
+    expect(response.status).toBe(403);
+  });
+
+  test('versions lists every archived save of a path, newest first', async () => {
+    for (let i = 0; i < 3; i++) await save('v.ipynb', `v${i}`);
+    let listing: ReturnType<typeof VersionListingSchema.parse> | undefined;
+    const deadline = Date.now() + 20_000;
+    do {
+      const response = await fetch(gateway.url('api/store/versions/v.ipynb'), { headers: auth() });
+      expect(response.status).toBe(200);
+      listing = VersionListingSchema.parse(await response.json());
+    } while (listing.workspace.versions.length < 3 && Date.now() < deadline);
+    expect(listing.path).toBe('v.ipynb');
+    expect(listing.object_bucket).toBe('jupyter-store');
+    expect(listing.workspace.object_key).toBe('workspace/v.ipynb');
+    expect(listing.workspace.versions).toHaveLength(3);
+    expect(listing.workspace.versions.map(v => v.is_latest)).toEqual([true, false, false]);
+    const times = listing.workspace.versions.map(v => v.last_modified);
+    expect([...times].sort().reverse()).toEqual(times);
+    expect(listing.published).toEqual({ object_key: 'published/v.ipynb', versions: [] });
+    const info = StoreInfoSchema.parse(
+      await (await fetch(gateway.url('api/store'), { headers: auth() })).json()
+    );
+    expect(info.archive?.archived).toBeGreaterThanOrEqual(3);
+    expect(info.archive?.last_archived_at).not.toBeNull();
+  });
+
+  test.each([
+    ['..%2Fsecret.ipynb', 'invalid path'],
+    ['a%2F..%2Fb.ipynb', 'invalid path'],
+    ['%2Fetc%2Fpasswd', 'absolute path'],
+    ['.hidden/a.ipynb', 'hidden path'],
+    ['a/.ipynb_checkpoints/a-checkpoint.ipynb', 'hidden path'],
+    ['', 'empty path'],
+    ['%FF.ipynb', 'invalid path']
+  ])('versions of %j is refused with 400 (%s)', async (path, reason) => {
+    const response = await fetch(`${gateway.url('api/store/versions/')}${path}`, {
+      headers: auth()
+    });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { reason: string }).reason).toBe(reason);
+  });
+});
