@@ -1,3 +1,4 @@
 export * from './contents';
 export * from './errors';
 export * from './store';
+export * from './publish';

@@ -12,6 +12,7 @@ import { decodeUrlPath } from '../http/quote';
 import { objectKey } from '../storage/keys';
 import { ObjectStoreError, type IObjectVersion } from '../storage/objectStore';
 import { packageVersion } from '../version';
+import { addPublishRoutes } from './publish';
 import { checkStorePath } from './storePaths';
 
 /** What the store API needs from the running gateway. */
@@ -19,6 +20,8 @@ export interface IStoreApiOptions {
   archiving: Archiving;
   /** Whether publishing has been enabled (read on every request, so enabling needs no restart). */
   publishEnabled: () => boolean;
+  /** The largest publish body accepted; default 100 MB. */
+  maxPublishBodyBytes?: number;
 }
 
 /**
@@ -50,6 +53,7 @@ export function createStoreApiRouter(options: IStoreApiOptions): Router {
     );
   });
 
+  addPublishRoutes(router, { ...options, maxBodyBytes: options.maxPublishBodyBytes });
   return router;
 }
 

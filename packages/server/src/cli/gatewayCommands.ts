@@ -22,6 +22,7 @@ import {
   splitSettingsFlags,
   type StoreSettings
 } from '../settings';
+import { isPublishEnabled } from '../settings/publishEnabled';
 import { packageVersion } from '../version';
 import { describeFlags, parseFlags, UsageError, type FlagSpec } from './flags';
 
@@ -240,6 +241,8 @@ export async function runServe(argv: readonly string[]): Promise<void> {
 
 interface ICommonSettings {
   store: StoreSettings;
+  /** The Python environment whose `etc/jupyter` is the environment config directory. */
+  sysPrefix: string | undefined;
   ip: string;
   port: number;
   rootDir: string;
@@ -298,6 +301,7 @@ function commonSettings(
     port,
     rootDir,
     store,
+    sysPrefix,
     baseUrl: normalizeBaseUrl(baseUrlFlag ?? '/'),
     configFile: configFile === undefined ? undefined : path.resolve(configFile),
     allowRemoteAccess: Boolean(values['allow-remote-access']) || !isLoopbackBinding(ip),
@@ -346,8 +350,13 @@ async function startGateway(
   try {
     const archiving = await Archiving.start(common.store, gateway.manager, log);
     gateway.onShutdown(() => archiving.close());
-    // Publishing stays off until it can be enabled (the store API's publish route comes later).
-    gateway.mount('api/store', createStoreApiRouter({ archiving, publishEnabled: () => false }));
+    gateway.mount(
+      'api/store',
+      createStoreApiRouter({
+        archiving,
+        publishEnabled: () => isPublishEnabled({ sysPrefix: common.sysPrefix })
+      })
+    );
   } catch (error) {
     log.fatal({ err: (error as Error).message }, 'cannot start archiving');
     await gateway.close({ drainTimeoutMs: 0 });

@@ -6,6 +6,7 @@ import { createApp } from '../app';
 import type { ContentsManager } from '../contents/manager';
 import { packageVersion } from '../version';
 import { describeFlags, parseFlags, UsageError, type FlagSpec } from './flags';
+import { runDisable, runEnable } from './enableCommands';
 import { runLab, runServe } from './gatewayCommands';
 
 const USAGE = `Usage: jupyter-store <command> [options]    (or: jupyter store <command> …)
@@ -14,6 +15,8 @@ Commands:
   lab        start JupyterLab behind the jupyter-store gateway
   serve      put the gateway in front of a Jupyter Server that is already running
   contents   serve only the contents API over a directory, on loopback, without auth
+  enable     enable publishing: --user (everywhere) or --sys-prefix (this environment)
+  disable    take back 'enable' for --user or --sys-prefix
 
 Run 'jupyter-store <command> --help' for a command's options.
   -h, --help      show this help
@@ -61,6 +64,10 @@ async function main(argv: string[]): Promise<void> {
       return runServe(rest);
     case 'contents':
       return runContents(rest);
+    case 'enable':
+      return runEnable(rest);
+    case 'disable':
+      return runDisable(rest);
     default:
       throw new UsageError(`unknown command '${command}'`);
   }

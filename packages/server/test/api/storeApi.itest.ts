@@ -2,8 +2,13 @@
  * The store API's feature detection and version listing through the gateway, with the embedded
  * store (the main command's default).
  */
-import { StoreInfoSchema, VersionListingSchema } from '@jupyter-store/contract';
-import { labDefaults, startGatewayProcess, type IGatewayProcess } from '../support/gateway';
+import { spawnSync } from 'node:child_process';
+import {
+  PublishResultSchema,
+  StoreInfoSchema,
+  VersionListingSchema
+} from '@jupyter-store/contract';
+import { CLI, labDefaults, startGatewayProcess, type IGatewayProcess } from '../support/gateway';
 
 jest.setTimeout(120_000);
 
@@ -80,6 +85,50 @@ describe('store API with the embedded store', () => {
     );
     expect(info.archive?.archived).toBeGreaterThanOrEqual(3);
     expect(info.archive?.last_archived_at).not.toBeNull();
+  });
+
+  test('jupyter store enable --user turns publishing on without a restart', async () => {
+    const notebook = {
+      type: 'notebook',
+      content: {
+        cells: [{ cell_type: 'markdown', id: 'p', metadata: {}, source: 'shared' }],
+        metadata: {},
+        nbformat: 4,
+        nbformat_minor: 5
+      }
+    };
+    const publish = () =>
+      fetch(gateway.url('api/store/publish/team/report.ipynb'), {
+        method: 'PUT',
+        headers: { ...auth(), 'Content-Type': 'application/json' },
+        body: JSON.stringify(notebook)
+      });
+    expect((await publish()).status).toBe(403);
+    const enabled = spawnSync(process.execPath, [CLI, 'enable', '--user'], {
+      encoding: 'utf8',
+      env: { ...process.env, JUPYTER_CONFIG_DIR: gateway.state.config },
+      timeout: 30_000
+    });
+    expect(enabled.status).toBe(0);
+    const response = await publish();
+    expect(response.status).toBe(200);
+    const result = PublishResultSchema.parse(await response.json());
+    expect(result).toMatchObject({
+      object_bucket: 'jupyter-store',
+      object_key: 'published/team/report.ipynb',
+      object_path: 's3://jupyter-store/published/team/report.ipynb'
+    });
+    const info = StoreInfoSchema.parse(
+      await (await fetch(gateway.url('api/store'), { headers: auth() })).json()
+    );
+    expect(info.features.publish_valid).toBe(true);
+    const disabled = spawnSync(process.execPath, [CLI, 'disable', '--user'], {
+      encoding: 'utf8',
+      env: { ...process.env, JUPYTER_CONFIG_DIR: gateway.state.config },
+      timeout: 30_000
+    });
+    expect(disabled.status).toBe(0);
+    expect((await publish()).status).toBe(403);
   });
 
   test.each([
