@@ -4,7 +4,7 @@ import { createContentsRouter } from './contents/router';
 import {
   CachingSignatureStore,
   NotebookNotary,
-  SQLiteSignatureStore,
+  WorkerSignatureStore,
   jupyterDataDir
 } from './contents/trust';
 import * as path from 'node:path';
@@ -59,10 +59,12 @@ export function normalizeBaseUrl(baseUrl: string): string {
 
 /**
  * The notary of a long-running server: Jupyter's shared secret and database, with the database
- * kept off the request path (see CachingSignatureStore).
+ * kept off the request path (see CachingSignatureStore) and out of the server's thread (see
+ * WorkerSignatureStore: WebAssembly SQLite in the main isolate made V8 collect its heap far more
+ * often, and its SQL blocked the event loop). Nothing of SQLite loads before trust is consulted.
  */
 export function createNotary(dataDir: string): NotebookNotary {
   const dbFile = path.join(dataDir, 'nbsignatures.db');
-  const database = new SQLiteSignatureStore({ dbFile });
+  const database = new WorkerSignatureStore({ dbFile });
   return new NotebookNotary({ dataDir, store: new CachingSignatureStore(database, dbFile) });
 }

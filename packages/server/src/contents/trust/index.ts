@@ -23,6 +23,7 @@ export {
   pythonUtcIsoformat,
   type ISignatureStore
 } from './signatureStore';
+export { WorkerSignatureStore, signatureWorkerFile } from './workerStore';
 export {
   ensureJupyterDir,
   envSet,

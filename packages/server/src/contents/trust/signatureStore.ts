@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Database } from 'node-sqlite3-wasm';
+import type { Database } from 'node-sqlite3-wasm';
 
 /**
  * Where notebook signatures are remembered: the same SQLite database that nbformat's
@@ -246,7 +246,7 @@ export class SQLiteSignatureStore implements ISignatureStore {
       // Opening the database reports it, and is what decides about the in-memory fallback.
     }
     // Opening touches no page; the check just before BEGIN keeps the unguarded gap tiny.
-    const db = new Database(this.dbFile);
+    const db = openDatabase(this.dbFile);
     try {
       if (foreignTransactionVisible(this.dbFile)) throw new ForeignActivity('database is locked');
       db.exec('PRAGMA journal_mode=MEMORY');
@@ -311,7 +311,7 @@ export class SQLiteSignatureStore implements ISignatureStore {
   }
 
   private openMemoryDatabase(): void {
-    this.memoryDb = new Database(':memory:');
+    this.memoryDb = openDatabase(':memory:');
   }
 
   /**
@@ -352,6 +352,19 @@ export namespace SQLiteSignatureStore {
     /** Where warnings go (database replaced or unusable); default `console.warn`. */
     warn?: (message: string) => void;
   }
+}
+
+/**
+ * Open a node-sqlite3-wasm database, loading the module on first use. Requiring it instantiates
+ * SQLite's WebAssembly memory (about 19 MB, which V8 counts as external memory and answers with
+ * extra full garbage collections), so it is loaded only by a thread that really opens a database:
+ * the gateway imports this module for its types and errors and keeps the database in a worker
+ * (see `WorkerSignatureStore`).
+ */
+function openDatabase(file: string): Database {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const sqlite = require('node-sqlite3-wasm') as typeof import('node-sqlite3-wasm');
+  return new sqlite.Database(file);
 }
 
 /** Refresh `last_seen` of a known signature; false when it is unknown. */
