@@ -2,3 +2,4 @@ export * from './contents';
 export * from './errors';
 export * from './store';
 export * from './publish';
+export * from './clone';

@@ -12,6 +12,9 @@ import { decodeUrlPath } from '../http/quote';
 import { objectKey } from '../storage/keys';
 import { ObjectStoreError, type IObjectVersion } from '../storage/objectStore';
 import { packageVersion } from '../version';
+import type { ContentsManager } from '../contents/manager';
+import type { Logger } from '../gateway/logger';
+import { addCloneRoutes } from './clone';
 import { addPublishRoutes } from './publish';
 import { checkStorePath } from './storePaths';
 
@@ -22,6 +25,9 @@ export interface IStoreApiOptions {
   publishEnabled: () => boolean;
   /** The largest publish body accepted; default 100 MB. */
   maxPublishBodyBytes?: number;
+  /** Where clones are written; without it the clone routes are not served. */
+  manager?: ContentsManager;
+  log?: Logger;
 }
 
 /**
@@ -54,6 +60,13 @@ export function createStoreApiRouter(options: IStoreApiOptions): Router {
   });
 
   addPublishRoutes(router, { ...options, maxBodyBytes: options.maxPublishBodyBytes });
+  if (options.manager) {
+    addCloneRoutes(router, {
+      archiving: options.archiving,
+      manager: options.manager,
+      log: options.log
+    });
+  }
   return router;
 }
 

@@ -354,6 +354,8 @@ async function startGateway(
       'api/store',
       createStoreApiRouter({
         archiving,
+        manager: gateway.manager,
+        log,
         publishEnabled: () => isPublishEnabled({ sysPrefix: common.sysPrefix })
       })
     );

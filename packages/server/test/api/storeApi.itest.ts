@@ -129,6 +129,28 @@ describe('store API with the embedded store', () => {
     });
     expect(disabled.status).toBe(0);
     expect((await publish()).status).toBe(403);
+
+    // The published copy can be cloned back, by its exact version, beside the original.
+    const cloned = await fetch(gateway.url('api/store/clone'), {
+      method: 'POST',
+      headers: { ...auth(), 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        object_bucket: result.object_bucket,
+        object_key: result.object_key,
+        object_version_id: result.object_version_id
+      })
+    });
+    expect(cloned.status).toBe(200);
+    const model = (await cloned.json()) as {
+      path: string;
+      type: string;
+      object_version_id: string;
+    };
+    expect(model).toMatchObject({
+      path: 'report.ipynb',
+      type: 'notebook',
+      object_version_id: result.object_version_id
+    });
   });
 
   test.each([

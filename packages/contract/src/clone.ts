@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import { ContentsModelSchema, type ContentsModel } from './contents';
+
+/**
+ * The clone endpoints of the store API: `POST {base}api/store/clone` (from object storage) and
+ * `POST {base}api/store/fs-clone` (from the directory tree below `fs_cloning_basedir`).
+ *
+ * Request fields are strings; a JSON `null` in an optional field means the field is absent, an
+ * empty string is refused. Unknown fields are ignored, as the original ignored them.
+ */
+
+/** A required string field: missing, not a string, or empty each get their own message. */
+function requiredString(max: number) {
+  return z
+    .string({
+      error: issue => (issue.input === undefined ? 'is required' : 'must be a string')
+    })
+    .min(1, { error: 'must not be empty' })
+    .max(max, { error: `must be at most ${max} characters long` });
+}
+
+/** An optional string field: absent or null mean "not given"; an empty string is refused. */
+function optionalString(max: number) {
+  return z
+    .string({ error: 'must be a string (or null, or left out)' })
+    .min(1, { error: 'must not be empty (leave it out instead)' })
+    .max(max, { error: `must be at most ${max} characters long` })
+    .nullish();
+}
+
+/** `POST {base}api/store/clone`: copy an object (optionally one version of it) into the contents. */
+export const ObjectCloneRequestSchema = z.object({
+  /** Any bucket the configured credentials can read. */
+  object_bucket: requiredString(255),
+  object_key: requiredString(1024),
+  /** A version of the object; absent or null: the latest. */
+  object_version_id: optionalString(1024),
+  /** Contents path of the copy; absent or null: the key's last segment, in the root. */
+  target_path: optionalString(4096)
+});
+
+/** `POST {base}api/store/fs-clone`: copy a file below `fs_cloning_basedir` into the contents. */
+export const FsCloneRequestSchema = z.object({
+  /** Path of the file relative to `fs_cloning_basedir`. */
+  relpath: requiredString(4096),
+  /** Contents path of the copy; absent or null: the last segment of `relpath`, in the root. */
+  target_path: optionalString(4096)
+});
+
+/** What the object-storage clone adds to the contents model of the created item. */
+export const ObjectCloneSourceSchema = z.object({
+  object_bucket: z.string(),
+  object_key: z.string(),
+  /** The version actually read; null when the bucket is not versioned. */
+  object_version_id: z.string().nullable(),
+  /** `s3://bucket/key`. */
+  object_path: z.string()
+});
+
+/** What the file-system clone adds to the contents model of the created item. */
+export const FsCloneSourceSchema = z.object({
+  /** The `relpath` of the request, as given. */
+  relpath: z.string()
+});
+
+/**
+ * The answer to an object-storage clone (200): the contents model of the created item, without
+ * content, plus where it came from.
+ */
+export const ObjectCloneResponseSchema: z.ZodType<ObjectCloneResponse> =
+  ContentsModelSchema.and(ObjectCloneSourceSchema);
+
+/** The answer to a file-system clone (200): the created item's contents model plus `relpath`. */
+export const FsCloneResponseSchema: z.ZodType<FsCloneResponse> =
+  ContentsModelSchema.and(FsCloneSourceSchema);
+
+/** The request body as sent (optional fields may be null). */
+export type ObjectCloneRequest = z.input<typeof ObjectCloneRequestSchema>;
+export type FsCloneRequest = z.input<typeof FsCloneRequestSchema>;
+export type ObjectCloneSource = z.infer<typeof ObjectCloneSourceSchema>;
+export type FsCloneSource = z.infer<typeof FsCloneSourceSchema>;
+export type ObjectCloneResponse = ContentsModel & ObjectCloneSource;
+export type FsCloneResponse = ContentsModel & FsCloneSource;
