@@ -51,7 +51,7 @@ import {
   type ObjectVersion
 } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
@@ -79,6 +79,7 @@ import {
 import { generateNotebook, type JsonObject } from './notebook';
 import { formatProfileSummary, summariseProfile } from './profile';
 import { cleanUp, cleaningUp, cleanups, log } from './cleanup';
+import { machineBusyMs, parseProcStat, processCpuMs } from './cpu';
 
 /** The targets. */
 const TARGET_THROUGHPUT_RATIO = 0.9;
@@ -334,52 +335,14 @@ function plans(quick: boolean): IPlans {
 // ---------------------------------------------------------------------------------------------
 // CPU accounting
 
-/** USER_HZ: the unit of `/proc` CPU times. */
-const clockTicks = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/** User + system CPU time of a process, in milliseconds (0 if it cannot be read). */
-function processCpuMs(pid: number | undefined): number {
-  if (pid === undefined || pid < 0) return 0;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The fields after the command name (which may hold spaces), from field 3 (state) on.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks;
-  } catch {
-    return 0;
-  }
-}
-
-/** Busy time of all cores since boot (`/proc/stat`: all but idle and iowait), in milliseconds. */
-function machineBusyMs(): number {
-  try {
-    const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/);
-    // cpu user nice system idle iowait irq softirq steal guest guest_nice; guest time is
-    // already counted in user and nice.
-    const ticks = fields.slice(1, 9).map(Number);
-    const busy = ticks.reduce((sum, tick) => sum + tick, 0) - ticks[3] - ticks[4];
-    return (busy * 1000) / clockTicks;
-  } catch {
-    return NaN;
-  }
-}
-
 /** CPU time of every kernel thread (parent pid 2), by pid, in milliseconds. */
 function kernelThreadsCpuMs(): Map<number, number> {
   const times = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (fields[1] !== '2') continue;
-      times.set(Number(entry), ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks);
+      const { ppid, cpuMs } = parseProcStat(readFileSync(`/proc/${entry}/stat`, 'utf8'));
+      if (ppid === 2) times.set(Number(entry), cpuMs);
     } catch {
       // gone meanwhile
     }

@@ -55,6 +55,7 @@ import { REPO_ROOT, findVenvPython } from '../test/support/jupyterServer';
 import { decodeV1, encodeV1, openKernelSocket, type IKernelSocket } from '../test/support/kernel';
 import { formatProfileSummary, summariseProfile } from './profile';
 import { cleanUp, cleaningUp, cleanups, log } from './cleanup';
+import { machineBusyMs, processCpuMs } from './cpu';
 
 /** The way a request takes to Jupyter. */
 type Route = 'direct' | 'gateway';
@@ -234,42 +235,6 @@ function plans(quick: boolean): { kernel: IKernelPlan; http: IHttpPlan } {
 
 // ---------------------------------------------------------------------------------------------
 // CPU accounting
-
-/** USER_HZ: the unit of `/proc` CPU times. */
-const clockTicks = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/** User + system CPU time of a process, in milliseconds (0 if it cannot be read). */
-function processCpuMs(pid: number | null): number {
-  if (pid === null || pid < 0) return 0;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The fields after the command name (which may hold spaces), from field 3 (state) on.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks;
-  } catch {
-    return 0;
-  }
-}
-
-/** Busy time of all cores since boot (`/proc/stat`: all but idle and iowait), in milliseconds. */
-function machineBusyMs(): number {
-  try {
-    const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/);
-    // cpu user nice system idle iowait irq softirq steal guest guest_nice; guest time is
-    // already counted in user and nice.
-    const ticks = fields.slice(1, 9).map(Number);
-    const busy = ticks.reduce((sum, tick) => sum + tick, 0) - ticks[3] - ticks[4];
-    return (busy * 1000) / clockTicks;
-  } catch {
-    return NaN;
-  }
-}
 
 /** The processes whose parent is `pid` (Jupyter's kernels). */
 function childPids(pid: number | null): number[] {

@@ -9,6 +9,7 @@ import {
   writePublishSwitch
 } from '../settings/publishEnabled';
 import { describeFlags, parseFlags, UsageError, type FlagSpec } from './flags';
+import { isDirectory, isExecutableFile } from '../fileChecks';
 
 const SCOPE_FLAGS = {
   user: {
@@ -232,21 +233,4 @@ function onPath(name: string, env: NodeJS.ProcessEnv): string | null {
     if (isExecutableFile(candidate)) return candidate;
   }
   return null;
-}
-
-function isDirectory(dir: string): boolean {
-  try {
-    return fs.statSync(dir).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
-function isExecutableFile(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
 }

@@ -25,6 +25,7 @@ import {
 import { isPublishEnabled } from '../settings/publishEnabled';
 import { packageVersion } from '../version';
 import { describeFlags, parseFlags, UsageError, type FlagSpec } from './flags';
+import { isDirectory, isExecutableFile, isReadableFile } from '../fileChecks';
 
 /** Flags shared by `lab` and `serve`: where the gateway listens and how it checks requests. */
 const COMMON_FLAGS: FlagSpec = {
@@ -520,30 +521,4 @@ function bundledLabextensions(): string[] {
 
 function shellQuote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
-}
-
-function isDirectory(dir: string): boolean {
-  try {
-    return fs.statSync(dir).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
-function isExecutableFile(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
-
-function isReadableFile(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.R_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
 }

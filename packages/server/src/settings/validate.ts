@@ -1,5 +1,5 @@
-import * as fs from 'node:fs';
 import { storageMode, type StoreSettings } from './storeSettings';
+import { isDirectory } from '../fileChecks';
 
 /** The features feature detection reports, by their specification names. */
 export const FEATURES = [
@@ -77,12 +77,4 @@ export function validateStoreSettings(
     FEATURES.map(feature => [feature, reasons[feature] === undefined])
   ) as Record<FeatureName, boolean>;
   return { features, reasons };
-}
-
-function isDirectory(dir: string): boolean {
-  try {
-    return fs.statSync(dir).isDirectory();
-  } catch {
-    return false;
-  }
 }

@@ -8,28 +8,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ILiveServerRecord } from '../../src/gateway/runtimeRecord';
 import { isolatedEnv, REPO_ROOT, VENV_DIR } from './jupyterServer';
 
 /** The built CLI; the test command builds it before jest runs. */
 export const CLI = join(REPO_ROOT, 'packages', 'server', 'lib', 'cli', 'main.js');
 
 /** The record `jpserver-<pid>.json` that the gateway writes. */
-export interface IGatewayRecord {
-  base_url: string;
-  hostname: string;
-  notebook_dir: string;
-  password: boolean;
-  pid: number;
-  port: number;
-  root_dir: string;
-  secure: boolean;
-  sock: string;
-  token: string;
-  upstream_url: string;
-  upstream_pid: number | null;
-  url: string;
-  version: string;
-}
+export type IGatewayRecord = ILiveServerRecord;
 
 export interface IGatewayProcessOptions {
   /** `lab` (default) or `serve`. */

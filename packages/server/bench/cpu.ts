@@ -1,0 +1,50 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+/**
+ * CPU accounting from `/proc` for the benchmarks: how much CPU each process and the whole
+ * machine used around a round, so that a ratio can be read against the load behind it.
+ */
+
+/** USER_HZ: the unit of `/proc` CPU times. */
+const clockTicks = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** A `/proc/<pid>/stat` line's parent pid and user + system CPU time in milliseconds. */
+export function parseProcStat(stat: string): { ppid: number; cpuMs: number } {
+  // The fields after the command name (which may hold spaces), from field 3 (state) on.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return {
+    ppid: Number(fields[1]),
+    cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks
+  };
+}
+
+/** User + system CPU time of a process, in milliseconds (0 if it cannot be read). */
+export function processCpuMs(pid: number | null | undefined): number {
+  if (pid === null || pid === undefined || pid < 0) return 0;
+  try {
+    return parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8')).cpuMs;
+  } catch {
+    return 0;
+  }
+}
+
+/** Busy time of all cores since boot (`/proc/stat`: all but idle and iowait), in milliseconds. */
+export function machineBusyMs(): number {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/);
+    // cpu user nice system idle iowait irq softirq steal guest guest_nice; guest time is
+    // already counted in user and nice.
+    const ticks = fields.slice(1, 9).map(Number);
+    const busy = ticks.reduce((sum, tick) => sum + tick, 0) - ticks[3] - ticks[4];
+    return (busy * 1000) / clockTicks;
+  } catch {
+    return NaN;
+  }
+}
