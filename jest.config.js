@@ -4,7 +4,10 @@ const shared = {
   testEnvironment: 'node',
   modulePathIgnorePatterns: ['<rootDir>/.venv'],
   transform: { '^.+\\.ts$': tsJest },
-  moduleNameMapper: { '^@jupyter-store/contract$': '<rootDir>/packages/contract/src/index.ts' }
+  moduleNameMapper: {
+    '^@jupyter-store/contract$': '<rootDir>/packages/contract/src/index.ts',
+    '^@jupyter-store/client$': '<rootDir>/packages/client/src/index.ts'
+  }
 };
 module.exports = {
   projects: [
