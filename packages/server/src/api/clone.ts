@@ -6,7 +6,7 @@ import {
   type ContentsModel
 } from '@jupyter-store/contract';
 import { isUtf8 } from 'node:buffer';
-import { constants as fsConstants } from 'node:fs';
+import { constants as fsConstants, type Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
@@ -110,23 +110,7 @@ export function addCloneRoutes(router: Router, options: ICloneRoutesOptions): vo
   router.post(
     ['/clone', '/clone/'],
     ...handle(
-      () => {
-        if (!archiving.settings.enable_object_cloning) {
-          throw new HttpError(
-            403,
-            'Cloning from object storage is turned off (enable_object_cloning is false)',
-            'object cloning disabled'
-          );
-        }
-        const { features, reasons } = archiving.features();
-        if (!features.object_clone_valid) {
-          throw new HttpError(
-            503,
-            `Object storage is not usable: ${reasons.object_clone_valid ?? 'unknown reason'}`,
-            'store unavailable'
-          );
-        }
-      },
+      () => checkObjectCloneEnabled(archiving),
       async body => {
         const request = validate(ObjectCloneRequestSchema, body);
         const bucket = request.object_bucket;
@@ -161,19 +145,7 @@ export function addCloneRoutes(router: Router, options: ICloneRoutesOptions): vo
   router.post(
     ['/fs-clone', '/fs-clone/'],
     ...handle(
-      () => {
-        const { features, reasons } = archiving.features();
-        const basedir = archiving.settings.fs_cloning_basedir;
-        if (!features.fs_clone_valid || !path.isAbsolute(basedir)) {
-          throw new HttpError(
-            403,
-            `Cloning from the file system is turned off: ${
-              reasons.fs_clone_valid ?? 'fs_cloning_basedir is not an absolute path'
-            }`,
-            'fs cloning disabled'
-          );
-        }
-      },
+      () => checkFsCloneEnabled(archiving),
       async body => {
         const request = validate(FsCloneRequestSchema, body);
         const relpath = request.relpath;
@@ -187,6 +159,46 @@ export function addCloneRoutes(router: Router, options: ICloneRoutesOptions): vo
       }
     )
   );
+}
+
+/**
+ * Is cloning from object storage served? 403 when `enable_object_cloning` is false, 503 when
+ * object storage is not usable. Shared by the API route and its landing page.
+ */
+export function checkObjectCloneEnabled(archiving: Pick<Archiving, 'settings' | 'features'>): void {
+  if (!archiving.settings.enable_object_cloning) {
+    throw new HttpError(
+      403,
+      'Cloning from object storage is turned off (enable_object_cloning is false)',
+      'object cloning disabled'
+    );
+  }
+  const { features, reasons } = archiving.features();
+  if (!features.object_clone_valid) {
+    throw new HttpError(
+      503,
+      `Object storage is not usable: ${reasons.object_clone_valid ?? 'unknown reason'}`,
+      'store unavailable'
+    );
+  }
+}
+
+/**
+ * Is cloning from the file system served? 403 unless `fs_cloning_basedir` is an existing
+ * absolute directory. Shared by the API route and its landing page.
+ */
+export function checkFsCloneEnabled(archiving: Pick<Archiving, 'settings' | 'features'>): void {
+  const { features, reasons } = archiving.features();
+  const basedir = archiving.settings.fs_cloning_basedir;
+  if (!features.fs_clone_valid || !path.isAbsolute(basedir)) {
+    throw new HttpError(
+      403,
+      `Cloning from the file system is turned off: ${
+        reasons.fs_clone_valid ?? 'fs_cloning_basedir is not an absolute path'
+      }`,
+      'fs cloning disabled'
+    );
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -218,7 +230,7 @@ function jsonObjectBody(req: Request): Record<string, unknown> {
 }
 
 /** Validate with a contract schema; the first problem becomes a 400 naming its field. */
-function validate<T>(
+export function validate<T>(
   schema: {
     safeParse(
       value: unknown
@@ -243,7 +255,7 @@ function validate<T>(
  * The checked target path: the one given, or the last segment of the source (an object key or
  * a relpath) in the root.
  */
-function cloneTarget(
+export function cloneTarget(
   given: string | null | undefined,
   source: string,
   sourceField: 'object_key' | 'relpath'
@@ -472,7 +484,7 @@ interface IFsSource {
  * @throws HttpError 400 for a malformed relpath (absolute, NUL byte, hidden component) or a
  *   directory; 404 when it leads outside the base or does not exist; 403 when unreadable.
  */
-async function resolveFsSource(basedir: string, relpath: string): Promise<IFsSource> {
+export async function resolveFsSource(basedir: string, relpath: string): Promise<IFsSource> {
   if (relpath.includes('\0')) {
     throw new HttpError(400, 'relpath contains a NUL byte', 'invalid path');
   }
@@ -539,6 +551,43 @@ async function resolveFsSource(basedir: string, relpath: string): Promise<IFsSou
 }
 
 /**
+ * Is the source a regular file? For the landing page, which checks a link without reading it.
+ *
+ * @throws HttpError 400 for a directory or a special file, 404 when it is gone, 403 when it
+ *   cannot be examined.
+ */
+export async function checkFsSourceIsFile(source: IFsSource, relpath: string): Promise<void> {
+  const shown = JSON.stringify(displayable(relpath));
+  let stats: Stats;
+  try {
+    stats = await fs.stat(source.realPath);
+  } catch (error) {
+    throw sourceAccessError(error, shown);
+  }
+  checkRegularFile(stats, shown);
+}
+
+/** A failure to open or examine the source, as the clone reports it (others pass unchanged). */
+function sourceAccessError(error: unknown, shown: string): unknown {
+  if (hasErrorCode(error, 'ENOENT', 'ELOOP', 'ENOTDIR')) {
+    return new HttpError(404, `relpath ${shown} does not exist`, 'not found');
+  }
+  if (hasErrorCode(error, 'EACCES', 'EPERM')) {
+    return new HttpError(403, `relpath ${shown} cannot be read: permission denied`, 'forbidden');
+  }
+  return error;
+}
+
+function checkRegularFile(stats: Stats, shown: string): void {
+  if (stats.isDirectory()) {
+    throw new HttpError(400, `relpath ${shown} is a directory, not a file`, 'is a directory');
+  }
+  if (!stats.isFile()) {
+    throw new HttpError(400, `relpath ${shown} is not a regular file`, 'not a file');
+  }
+}
+
+/**
  * Read the file found by {@link resolveFsSource}, refusing what is not a regular file, what was
  * swapped for something else since it was resolved, and what is over `maxBytes`.
  */
@@ -552,22 +601,11 @@ async function readFsSource(source: IFsSource, relpath: string, maxBytes: number
       fsConstants.O_RDONLY | (fsConstants.O_NOFOLLOW ?? 0) | (fsConstants.O_NONBLOCK ?? 0)
     );
   } catch (error) {
-    if (hasErrorCode(error, 'ENOENT', 'ELOOP', 'ENOTDIR')) {
-      throw new HttpError(404, `relpath ${shown} does not exist`, 'not found');
-    }
-    if (hasErrorCode(error, 'EACCES', 'EPERM')) {
-      throw new HttpError(403, `relpath ${shown} cannot be read: permission denied`, 'forbidden');
-    }
-    throw error;
+    throw sourceAccessError(error, shown);
   }
   try {
     const stats = await handle.stat();
-    if (stats.isDirectory()) {
-      throw new HttpError(400, `relpath ${shown} is a directory, not a file`, 'is a directory');
-    }
-    if (!stats.isFile()) {
-      throw new HttpError(400, `relpath ${shown} is not a regular file`, 'not a file');
-    }
+    checkRegularFile(stats, shown);
     // The file opened must still be the one inside the base (no component swapped meanwhile).
     const again = await fs.realpath(source.realPath).catch(() => undefined);
     const check = again === undefined ? undefined : await fs.stat(again).catch(() => undefined);

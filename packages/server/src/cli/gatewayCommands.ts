@@ -14,6 +14,7 @@ import {
   type ILiveServerRecord
 } from '../gateway/runtimeRecord';
 import { describeUpstream, parseUpstreamAddress, type UpstreamAddress } from '../gateway/upstream';
+import { createLandingRouter } from '../api/landing';
 import { createStoreApiRouter } from '../api/storeApi';
 import { Archiving } from '../archive/archiving';
 import {
@@ -359,6 +360,17 @@ async function startGateway(
         log,
         publishEnabled: () => isPublishEnabled({ sysPrefix: common.sysPrefix })
       })
+    );
+    gateway.mount(
+      'store',
+      createLandingRouter({
+        archiving,
+        authenticator: gateway.authenticator,
+        checks: gateway.checks,
+        baseUrl: gateway.baseUrl,
+        log
+      }),
+      { public: true }
     );
   } catch (error) {
     log.fatal({ err: (error as Error).message }, 'cannot start archiving');

@@ -48,8 +48,8 @@ export class Gateway {
       agent: this.proxy.agent,
       log: this.log
     });
-    const checks = { ...DEFAULT_REQUEST_CHECKS, ...options.checks };
-    this.requireAuth = requireJupyterAuth(this.authenticator, checks);
+    this.checks = { ...DEFAULT_REQUEST_CHECKS, ...options.checks };
+    this.requireAuth = requireJupyterAuth(this.authenticator, this.checks);
     this.app = express();
     this.app.disable('x-powered-by');
     this.app.set('etag', false);
@@ -80,6 +80,8 @@ export class Gateway {
   readonly authenticator: Authenticator;
   /** Middleware guarding a route as Jupyter guards its API handlers. */
   readonly requireAuth: RequestHandler;
+  /** The Host, Origin and XSRF settings in force (public routes make their own checks with them). */
+  readonly checks: IRequestChecks;
   /** Passes other requests to the upstream. */
   readonly proxy: UpstreamProxy;
   readonly log: Logger;

@@ -6,7 +6,7 @@
  * function here reproduces the Python behaviour, quirks included, and the spec pins each quirk
  * with vectors produced by the real Python code.
  */
-import { timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { isIP } from 'node:net';
@@ -426,4 +426,17 @@ function corsAllows(origin: string, settings: CorsSettings): boolean {
     pattern.flags.replace(/[gy]/g, '') + 'y'
   );
   return full.test(origin);
+}
+
+/**
+ * A fresh `_xsrf` cookie value in tornado's version-2 format (`2|mask|masked token|timestamp`),
+ * for pages of ours that a browser may open before any page of Jupyter's has set one. tornado,
+ * Jupyter and {@link checkXsrf} all accept it, and Jupyter keeps using it once it exists.
+ */
+export function newXsrfCookieValue(now: number = Date.now()): string {
+  const token = randomBytes(16);
+  const mask = randomBytes(4);
+  const masked = Buffer.alloc(token.length);
+  for (let i = 0; i < token.length; i++) masked[i] = token[i] ^ mask[i % 4];
+  return `2|${mask.toString('hex')}|${masked.toString('hex')}|${Math.floor(now / 1000)}`;
 }

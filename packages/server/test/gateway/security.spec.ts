@@ -7,6 +7,7 @@ import {
   checkReferer,
   checkXsrf,
   decodeXsrfToken,
+  newXsrfCookieValue,
   isAcceptableHostHeader,
   requestOrigin,
   submittedXsrfToken,
@@ -104,6 +105,27 @@ describe('decodeXsrfToken', () => {
 
   test('rejects strings that have no UTF-8 form', () => {
     expect(decodeXsrfToken('abc\ud800')).toBeNull();
+  });
+});
+
+describe('newXsrfCookieValue', () => {
+  test('is a tornado version-2 value that decodes to 16 random bytes', () => {
+    const value = newXsrfCookieValue(1_700_000_000_123);
+    expect(value).toMatch(/^2\|[0-9a-f]{8}\|[0-9a-f]{32}\|1700000000$/);
+    expect(decodeXsrfToken(value)).toHaveLength(16);
+    expect(decodeXsrfToken(newXsrfCookieValue())).not.toEqual(decodeXsrfToken(value));
+  });
+
+  test('a page that sets it accepts a header carrying it, masked differently or not', () => {
+    const cookie = newXsrfCookieValue();
+    const token = decodeXsrfToken(cookie)!;
+    const remasked = `2|00000000|${token.toString('hex')}|1`;
+    for (const submitted of [cookie, remasked]) {
+      expect(checkXsrf({ cookieHeader: `_xsrf=${cookie}`, submitted })).toEqual({ ok: true });
+    }
+    expect(checkXsrf({ cookieHeader: `_xsrf=${cookie}`, submitted: newXsrfCookieValue() }).ok).toBe(
+      false
+    );
   });
 });
 
