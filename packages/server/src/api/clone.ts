@@ -20,6 +20,7 @@ import { HttpError, hasErrorCode } from '../errors';
 import type { Logger } from '../gateway/logger';
 import { displayable, isValidBucketName } from '../storage/keys';
 import { ObjectStoreError } from '../storage/objectStore';
+import { onlyMethods } from './methods';
 import { checkStorePath } from './storePaths';
 import { toHttpError } from './storeApi';
 
@@ -107,6 +108,7 @@ export function addCloneRoutes(router: Router, options: ICloneRoutesOptions): vo
     }
   ];
 
+  router.all(['/clone', '/clone/', '/fs-clone', '/fs-clone/'], onlyMethods('POST'));
   router.post(
     ['/clone', '/clone/'],
     ...handle(

@@ -16,6 +16,7 @@ import { HttpError } from '../errors';
 import { decodeUrlPath } from '../http/quote';
 import { objectKey, objectPath } from '../storage/keys';
 import { toHttpError } from './storeApi';
+import { onlyMethods } from './methods';
 import { checkStorePath } from './storePaths';
 
 /** The content type of published objects. */
@@ -77,11 +78,9 @@ export function addPublishRoutes(router: Router, options: IPublishRouteOptions):
   // `use`, not a route with a parameter: express would decode the path before we could check it.
   router.use(
     '/publish',
-    (request: Request, _response: Response, next: NextFunction) => {
+    onlyMethods('PUT'),
+    (_request: Request, _response: Response, next: NextFunction) => {
       try {
-        if (request.method !== 'PUT') {
-          throw new HttpError(405, `${request.method} is not allowed here`, 'method not allowed');
-        }
         // Refuse before reading a body that would be thrown away.
         checkPublishAvailable(options);
         next();

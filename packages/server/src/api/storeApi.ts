@@ -15,6 +15,7 @@ import { packageVersion } from '../version';
 import type { ContentsManager } from '../contents/manager';
 import type { Logger } from '../gateway/logger';
 import { addCloneRoutes } from './clone';
+import { onlyMethods } from './methods';
 import { addPublishRoutes } from './publish';
 import { checkStorePath } from './storePaths';
 
@@ -37,16 +38,13 @@ export interface IStoreApiOptions {
 export function createStoreApiRouter(options: IStoreApiOptions): Router {
   const router = Router({ caseSensitive: true, strict: true });
 
+  router.all('/', onlyMethods('GET'));
   router.get('/', (_request: Request, response: Response) => {
     response.json(StoreInfoSchema.parse(storeInfo(options)));
   });
 
   // `use`, not a route with a parameter: express would decode the path before we could check it.
-  router.use('/versions', (request: Request, response: Response, next) => {
-    if (request.method !== 'GET' && request.method !== 'HEAD') {
-      next(new HttpError(405, `${request.method} is not allowed here`, 'method not allowed'));
-      return;
-    }
+  router.use('/versions', onlyMethods('GET'), (request: Request, response: Response, next) => {
     const raw = request.url.split('?', 1)[0].replace(/^\//, '');
     const decoded = decodeUrlPath(raw);
     if (decoded === undefined) {
