@@ -33,7 +33,13 @@ export const StoreInfoSchema = z.object({
   /** In words, why each feature that is off is off. */
   reasons: z.record(z.string(), z.string()),
   /** The archive queue, or null when archiving is off. */
-  archive: ArchiveStatusSchema.nullable()
+  archive: ArchiveStatusSchema.nullable(),
+  /** The configured bucket (the embedded store's is `jupyter-store`); null when none is set. */
+  object_bucket: z.string().nullable(),
+  /** Where saves are archived in the bucket: `<workspace_prefix>/<path>`. */
+  workspace_prefix: z.string(),
+  /** Where notebooks are published in the bucket: `<published_prefix>/<path>`. */
+  published_prefix: z.string()
 });
 
 /** One stored version of an object. */

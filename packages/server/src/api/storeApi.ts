@@ -87,7 +87,16 @@ export function storeInfo(options: IStoreApiOptions): StoreInfo {
       last_error: status.lastError
     };
   }
-  return { release: packageVersion(), features, reasons: { ...reasons }, archive };
+  const { bucket, settings } = options.archiving;
+  return {
+    release: packageVersion(),
+    features,
+    reasons: { ...reasons },
+    archive,
+    object_bucket: bucket === '' ? null : bucket,
+    workspace_prefix: settings.workspace_prefix,
+    published_prefix: settings.published_prefix
+  };
 }
 
 async function listVersions(archiving: Archiving, path: string): Promise<VersionListing> {

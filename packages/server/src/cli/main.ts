@@ -2,12 +2,11 @@
 import { mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createApp } from '../app';
+import { isStoreCommand, runStoreCommand } from '@jupyter-store/client';
 import type { ContentsManager } from '../contents/manager';
 import { packageVersion } from '../version';
 import { describeFlags, parseFlags, UsageError, type FlagSpec } from './flags';
 import { runDisable, runEnable } from './enableCommands';
-import { runLab, runServe } from './gatewayCommands';
 
 const USAGE = `Usage: jupyter-store <command> [options]    (or: jupyter store <command> …)
 
@@ -17,6 +16,13 @@ Commands:
   contents   serve only the contents API over a directory, on loopback, without auth
   enable     enable publishing: --user (everywhere) or --sys-prefix (this environment)
   disable    take back 'enable' for --user or --sys-prefix
+
+From a notebook's kernel (!jupyter store …), a terminal or a script, against a running server:
+  clone      clone s3://BUCKET/KEY[?versionId=ID] [TARGET]: copy an object into the server
+  fs-clone   fs-clone RELPATH [TARGET]: copy a file from the server's fs_cloning_basedir
+  publish    publish [PATH]: publish a notebook (default: the current one)
+  versions   versions [PATH]: list a notebook's archived and published versions
+  servers    list the running Jupyter servers
 
 Run 'jupyter-store <command> --help' for a command's options.
   -h, --help      show this help
@@ -49,6 +55,11 @@ ${describeFlags(CONTENTS_FLAGS)}`;
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  if (isStoreCommand(command)) {
+    // These handle their own errors: exit status 1 with the server's message, 2 on bad usage.
+    process.exitCode = await runStoreCommand(command, rest);
+    return;
+  }
   switch (command) {
     case undefined:
     case '-h':
@@ -58,10 +69,11 @@ async function main(argv: string[]): Promise<void> {
     case '--version':
       process.stdout.write(`${packageVersion()}\n`);
       return;
+    // Loaded on demand, so that the client commands above start without the server's code.
     case 'lab':
-      return runLab(rest);
+      return (await import('./gatewayCommands.js')).runLab(rest);
     case 'serve':
-      return runServe(rest);
+      return (await import('./gatewayCommands.js')).runServe(rest);
     case 'contents':
       return runContents(rest);
     case 'enable':
@@ -74,7 +86,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 /** `jupyter-store contents`: the contents API alone, for tests and benchmarks. */
-function runContents(argv: readonly string[]): void {
+async function runContents(argv: readonly string[]): Promise<void> {
   const { values } = parseFlags(argv, CONTENTS_FLAGS);
   if (values.help) {
     process.stdout.write(CONTENTS_USAGE);
@@ -94,6 +106,7 @@ function runContents(argv: readonly string[]): void {
     (values['root-dir'] as string | undefined) ??
       mkdtempSync(path.join(os.tmpdir(), 'jupyter-store-'))
   );
+  const { createApp } = await import('../app.js');
   const app = createApp({ rootDir, baseUrl: values['base-url'] as string | undefined });
   const server = app.listen(port, ip, () => {
     const address = server.address();
@@ -102,7 +115,7 @@ function runContents(argv: readonly string[]): void {
       `jupyter-store contents API serving ${rootDir}\n    http://${ip.includes(':') ? `[${ip}]` : ip}:${actualPort}${app.locals.baseUrl ?? '/'}api/contents\n`
     );
   });
-  server.on('error', error => {
+  server.on('error', (error: Error) => {
     process.stderr.write(`jupyter-store: cannot listen on ${ip}:${port}: ${error.message}\n`);
     process.exit(1);
   });

@@ -420,9 +420,7 @@ describe('landing pages in Chromium', () => {
     const hostile = `<img src=x onerror="window.pwned=1;alert(1)">.ipynb`;
     await page.goto(pageUrl('clone', { object_bucket: BUCKET, object_key: hostile }));
     await expect(page.locator('dl.source dd').nth(1).innerText()).resolves.toBe(hostile);
-    expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBe(
-      undefined
-    );
+    expect(await page.evaluate(() => (globalThis as { pwned?: number }).pwned)).toBe(undefined);
     expect(dialogs).toEqual([]);
   });
 

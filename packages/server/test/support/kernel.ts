@@ -88,23 +88,7 @@ export async function openKernelSocket(
           }
         };
         socket.on('message', onMessage);
-        const header = {
-          msg_id: msgId,
-          msg_type: 'execute_request',
-          username: 'test',
-          session,
-          date: new Date().toISOString(),
-          version: '5.3'
-        };
-        const content = {
-          code,
-          silent: false,
-          store_history: false,
-          user_expressions: {},
-          allow_stdin: false,
-          stop_on_error: true
-        };
-        socket.send(encodeV1('shell', [header, {}, {}, content]));
+        socket.send(executeRequest(code, msgId, session));
       }),
     close: () =>
       new Promise<void>(resolve => {
@@ -113,4 +97,25 @@ export async function openKernelSocket(
         socket.close();
       })
   };
+}
+
+/** A v1-protocol `execute_request` frame for the shell channel, with the given message id. */
+export function executeRequest(code: string, msgId: string, session: string): Buffer {
+  const header = {
+    msg_id: msgId,
+    msg_type: 'execute_request',
+    username: 'test',
+    session,
+    date: new Date().toISOString(),
+    version: '5.3'
+  };
+  const content = {
+    code,
+    silent: false,
+    store_history: false,
+    user_expressions: {},
+    allow_stdin: false,
+    stop_on_error: true
+  };
+  return encodeV1('shell', [header, {}, {}, content]);
 }

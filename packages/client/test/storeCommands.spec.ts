@@ -1,0 +1,288 @@
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  isStoreCommand,
+  parseObjectUri,
+  runStoreCommand,
+  toServerPath,
+  type IStoreCommandIO
+} from '../src/commands/storeCommands';
+import { UsageError } from '../src/commands/flags';
+import type { StoreClient } from '../src/storeClient';
+import {
+  fakeFetch,
+  fakeProcessTable,
+  gatewayRecord,
+  jupyterRecord,
+  temporaryDir,
+  writeRecord,
+  type IFakeAnswer
+} from './fakes';
+
+const SERVER = { url: 'http://127.0.0.1:8888/', token: 'secret', root_dir: '/srv/root' };
+
+/** Run a command with a fake server; return its exit status and output. */
+async function run(
+  name: string,
+  argv: string[],
+  routes: Record<string, IFakeAnswer> = {},
+  client: StoreClient.IOptions = {}
+): Promise<{ status: number; stdout: string; stderr: string; sent: unknown[] }> {
+  const { fetch, sent } = fakeFetch(routes);
+  let stdout = '';
+  let stderr = '';
+  const io: IStoreCommandIO = {
+    stdout: text => (stdout += text),
+    stderr: text => (stderr += text),
+    env: {},
+    cwd: '/srv/root/sub',
+    client: { server: SERVER, fetch, processTable: fakeProcessTable([]), ...client }
+  };
+  const status = await runStoreCommand(name, argv, io);
+  return { status, stdout, stderr, sent };
+}
+
+const CLONED = {
+  name: 'a-1.ipynb',
+  path: 'a-1.ipynb',
+  type: 'notebook',
+  writable: true,
+  created: '2024-05-01T10:00:00Z',
+  last_modified: '2024-05-01T10:00:00Z',
+  mimetype: null,
+  content: null,
+  format: null,
+  size: 72,
+  hash: null,
+  hash_algorithm: null,
+  object_bucket: 'b',
+  object_key: 'published/a.ipynb',
+  object_version_id: 'v2',
+  object_path: 's3://b/published/a.ipynb'
+};
+
+describe('#parseObjectUri()', () => {
+  test.each([
+    ['s3://b/k.ipynb', { bucket: 'b', key: 'k.ipynb' }],
+    ['s3://b/dir/sub/k.ipynb', { bucket: 'b', key: 'dir/sub/k.ipynb' }],
+    ['s3://b/a b%20c.ipynb', { bucket: 'b', key: 'a b%20c.ipynb' }],
+    ['s3://b/k.ipynb?versionId=3%2Bx', { bucket: 'b', key: 'k.ipynb', versionId: '3+x' }]
+  ])('%s', (uri, expected) => {
+    expect(parseObjectUri(uri)).toEqual(expected);
+  });
+
+  test.each([
+    ['http://b/k'],
+    ['s3://b'],
+    ['s3://b/'],
+    ['s3:///k'],
+    ['s3://b/k?version=1'],
+    ['s3://b/k?versionId='],
+    ['s3://b/k?versionId=1&versionId=2']
+  ])('refuses %s', uri => {
+    expect(() => parseObjectUri(uri)).toThrow(UsageError);
+  });
+});
+
+describe('#toServerPath()', () => {
+  test('a plain path is a server path already', () => {
+    expect(toServerPath('a/b.ipynb', '/srv/root/sub', '/srv/root')).toBe('a/b.ipynb');
+  });
+
+  test('./, ../ and absolute paths are file paths below the root', () => {
+    expect(toServerPath('./b.ipynb', '/srv/root/sub', '/srv/root')).toBe('sub/b.ipynb');
+    expect(toServerPath('../b.ipynb', '/srv/root/sub', '/srv/root')).toBe('b.ipynb');
+    expect(toServerPath('/srv/root/x/y.ipynb', '/tmp', '/srv/root')).toBe('x/y.ipynb');
+  });
+
+  test('a file path outside the root is a usage error', () => {
+    expect(() => toServerPath('../../etc/x.ipynb', '/srv/root/sub', '/srv/root')).toThrow(
+      /not inside the server's root directory/
+    );
+    expect(() => toServerPath('./x.ipynb', '/srv/root', '')).toThrow(/root directory is unknown/);
+  });
+});
+
+describe('#runStoreCommand()', () => {
+  test('knows its five commands', () => {
+    expect(['clone', 'fs-clone', 'publish', 'versions', 'servers'].every(isStoreCommand)).toBe(
+      true
+    );
+    expect(isStoreCommand('lab')).toBe(false);
+  });
+
+  describe('bad usage: one line on stderr, exit status 2, no request', () => {
+    test.each([
+      ['clone', []],
+      ['clone', ['not-a-uri']],
+      ['clone', ['s3://b/k', 't', 'extra']],
+      ['fs-clone', []],
+      ['publish', ['--bogus']],
+      ['versions', ['a', 'b']],
+      ['servers', ['x']],
+      ['publish', ['--token', 't']],
+      ['publish', ['--url', 'ftp://x']]
+    ])('%s %j', async (name, argv) => {
+      const result = await run(name, argv);
+      expect(result.status).toBe(2);
+      expect(result.stderr).toMatch(new RegExp(`^jupyter-store ${name}: .+ \\(see --help\\)\\n$`));
+      expect(result.stdout).toBe('');
+      expect(result.sent).toEqual([]);
+    });
+  });
+
+  test('--help prints the usage and the options, exit status 0', async () => {
+    const result = await run('clone', ['--help']);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/^Usage: jupyter store clone s3:\/\/BUCKET\/KEY/);
+    expect(result.stdout).toMatch(/--json/);
+  });
+
+  test('clone prints what was cloned where', async () => {
+    const result = await run('clone', ['s3://b/published/a.ipynb?versionId=v2'], {
+      'POST /api/store/clone': { status: 200, body: CLONED }
+    });
+    expect(result).toMatchObject({ status: 0, stderr: '' });
+    expect(result.stdout).toBe('Cloned s3://b/published/a.ipynb (version v2) to a-1.ipynb\n');
+    expect(result.sent).toHaveLength(1);
+  });
+
+  test('clone --json prints the server’s model', async () => {
+    const result = await run('clone', ['s3://b/published/a.ipynb', './here.ipynb', '--json'], {
+      'POST /api/store/clone': { status: 200, body: CLONED }
+    });
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual(CLONED);
+  });
+
+  test('a server error: its message on stderr, exit status 1; with --json also on stdout', async () => {
+    const routes = {
+      'POST /api/store/clone': {
+        status: 404,
+        body: { message: 's3://b/missing does not exist (NoSuchKey)', reason: 'NoSuchKey' }
+      }
+    };
+    const plain = await run('clone', ['s3://b/missing'], routes);
+    expect(plain.status).toBe(1);
+    expect(plain.stdout).toBe('');
+    expect(plain.stderr).toBe(
+      'jupyter-store clone: s3://b/missing does not exist (NoSuchKey) (HTTP 404)\n'
+    );
+    const json = await run('clone', ['s3://b/missing', '--json'], routes);
+    expect(json.status).toBe(1);
+    expect(JSON.parse(json.stdout)).toEqual({
+      error: {
+        type: 'StoreError',
+        status: 404,
+        reason: 'NoSuchKey',
+        message: 's3://b/missing does not exist (NoSuchKey)'
+      }
+    });
+  });
+
+  test('publish of a file path resolves it against the working directory', async () => {
+    const result = await run('publish', ['./nb.ipynb'], {
+      'GET /api/contents/sub/nb.ipynb?type=notebook&content=1': {
+        status: 200,
+        body: {
+          ...CLONED,
+          name: 'nb.ipynb',
+          path: 'sub/nb.ipynb',
+          content: { cells: [], metadata: {}, nbformat: 4, nbformat_minor: 5 },
+          format: 'json'
+        }
+      },
+      'PUT /api/store/publish/sub/nb.ipynb': {
+        status: 200,
+        body: {
+          object_bucket: 'b',
+          object_key: 'published/sub/nb.ipynb',
+          object_version_id: 'v7',
+          object_path: 's3://b/published/sub/nb.ipynb'
+        }
+      }
+    });
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toBe(
+      'Published sub/nb.ipynb to s3://b/published/sub/nb.ipynb (version v7).\n' +
+        'This is the copy saved at 2024-05-01T10:00:00Z: changes not saved since are not included.\n'
+    );
+  });
+
+  test('publish without a path outside a kernel asks for one, exit status 1', async () => {
+    const result = await run('publish', []);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/does not run inside a Jupyter kernel.*give a path/);
+  });
+
+  test('versions prints both listings, newest first', async () => {
+    const result = await run('versions', ['a.ipynb'], {
+      'GET /api/store/versions/a.ipynb': {
+        status: 200,
+        body: {
+          path: 'a.ipynb',
+          object_bucket: 'b',
+          workspace: {
+            object_key: 'workspace/a.ipynb',
+            versions: [
+              {
+                object_version_id: 'v2',
+                last_modified: '2024-05-02T00:00:00.000Z',
+                size: 9,
+                is_latest: true
+              },
+              {
+                object_version_id: 'v1',
+                last_modified: '2024-05-01T00:00:00.000Z',
+                size: 8,
+                is_latest: false
+              }
+            ]
+          },
+          published: { object_key: 'published/a.ipynb', versions: [] }
+        }
+      }
+    });
+    expect(result.stdout).toBe(
+      [
+        'Versions of a.ipynb in bucket b, newest first:',
+        '  archived (workspace/a.ipynb): 2 versions',
+        '    v2  2024-05-02T00:00:00.000Z  9 bytes  latest',
+        '    v1  2024-05-01T00:00:00.000Z  8 bytes',
+        '  published (published/a.ipynb): none',
+        ''
+      ].join('\n')
+    );
+  });
+
+  describe('servers', () => {
+    let runtimeDir: string;
+
+    beforeEach(() => {
+      runtimeDir = temporaryDir('runtime');
+    });
+
+    afterEach(() => {
+      rmSync(runtimeDir, { recursive: true, force: true });
+    });
+
+    test('lists the live servers, a gateway instead of its upstream', async () => {
+      writeRecord(runtimeDir, gatewayRecord({ pid: process.pid, upstream_pid: process.ppid }));
+      writeRecord(runtimeDir, jupyterRecord({ pid: process.ppid }));
+      writeRecord(runtimeDir, jupyterRecord({ pid: 2 ** 22 + 77 }));
+      const result = await run('servers', [], {}, { runtimeDir });
+      expect(result.stdout).toBe(
+        `http://127.0.0.1:8888/ :: /srv/root  (jupyter-store 0.1.0, pid ${process.pid})\n`
+      );
+      const json = await run('servers', ['--json'], {}, { runtimeDir });
+      expect((JSON.parse(json.stdout) as { pid: number }[]).map(r => r.pid)).toEqual([process.pid]);
+    });
+
+    test('none running is not an error', async () => {
+      mkdirSync(join(runtimeDir, 'empty'));
+      const result = await run('servers', [], {}, { runtimeDir: join(runtimeDir, 'empty') });
+      expect(result.status).toBe(0);
+      expect(result.stdout).toMatch(/^No Jupyter server is running \(no live record in /);
+    });
+  });
+});
