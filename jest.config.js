@@ -16,7 +16,8 @@ module.exports = {
       ...shared,
       displayName: 'integration',
       testMatch: ['<rootDir>/packages/*/test/**/*.itest.ts'],
-      testTimeout: 120000
+      // `testTimeout` is a global option that jest ignores inside a project: set it per file.
+      setupFilesAfterEnv: ['<rootDir>/packages/server/test/support/integrationTimeout.ts']
     }
   ]
 };
