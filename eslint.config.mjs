@@ -2,7 +2,18 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/lib/**', '**/node_modules/**', '.venv/**', 'coverage/**'] },
+  {
+    ignores: [
+      '**/lib/**',
+      '**/node_modules/**',
+      '.venv/**',
+      'coverage/**',
+      // The prebuilt JupyterLab extension (a bundle) and the UI tests' output.
+      'packages/server/labextensions/**',
+      'ui-tests/test-results/**',
+      'ui-tests/playwright-report/**'
+    ]
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set up, then run every check: lint, formatting, unit tests and the integration tests against
-# a real Jupyter Server, JupyterLab, Chromium and S3 servers (MinIO, versitygw).
+# a real Jupyter Server, JupyterLab, Chromium and S3 servers (MinIO, versitygw), then the
+# JupyterLab extension's UI tests (Galata and Playwright driving Chromium, behind the gateway,
+# with MinIO).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --browser --object-servers
@@ -8,3 +10,5 @@ printf '\033[1m==> %s\033[0m\n' "Linting"
 npm run --silent lint
 printf '\033[1m==> %s\033[0m\n' "Running the tests"
 npx jest --ci
+printf '\033[1m==> %s\033[0m\n' "Running the JupyterLab UI tests"
+npx playwright test --config ui-tests/playwright.config.ts

@@ -63,5 +63,19 @@ export const VersionListingSchema = z.object({
 export type StoreFeatures = z.infer<typeof StoreFeaturesSchema>;
 export type ArchiveStatus = z.infer<typeof ArchiveStatusSchema>;
 export type StoreInfo = z.infer<typeof StoreInfoSchema>;
+/**
+ * `GET {base}api/store/versions/{path}?object_version_id=…[&copy=published]`: the content of one
+ * archived (or published) version of a notebook, for restoring it.
+ */
+export const VersionContentSchema = z.object({
+  path: z.string(),
+  object_bucket: z.string(),
+  object_key: z.string(),
+  object_version_id: z.string(),
+  /** The notebook of that version (nbformat 4 JSON), its cells marked untrusted. */
+  content: z.record(z.string(), z.unknown())
+});
+
 export type ObjectVersion = z.infer<typeof ObjectVersionSchema>;
+export type VersionContent = z.infer<typeof VersionContentSchema>;
 export type VersionListing = z.infer<typeof VersionListingSchema>;

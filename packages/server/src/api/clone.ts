@@ -405,7 +405,7 @@ async function saveAs(
  * `readNotebook` already drops `metadata.trusted` as nbformat does; marking the cells `false`
  * keeps a cloned notebook from being signed even if that ever changes.
  */
-function parseNotebook(bytes: Buffer): NotebookNode | undefined {
+export function parseNotebook(bytes: Buffer): NotebookNode | undefined {
   let notebook: NotebookNode;
   try {
     notebook = readNotebook(bytes).notebook;
@@ -435,7 +435,7 @@ function parseNotebook(bytes: Buffer): NotebookNode | undefined {
  * Read an object (the version named, or the latest) whole, after checking its size: the HEAD
  * fixes the version, so the bytes read are those whose size was checked.
  */
-async function readObject(
+export async function readObject(
   archiving: Pick<Archiving, 'store'>,
   bucket: string,
   key: string,

@@ -1,7 +1,9 @@
 import {
   StoreInfoSchema,
+  VersionContentSchema,
   VersionListingSchema,
   type ObjectVersion,
+  type VersionContent,
   type StoreInfo,
   type VersionListing
 } from '@jupyter-store/contract';
@@ -9,12 +11,12 @@ import { Router, type Request, type Response } from 'express';
 import type { Archiving } from '../archive/archiving';
 import { HttpError } from '../errors';
 import { decodeUrlPath } from '../http/quote';
-import { objectKey } from '../storage/keys';
+import { displayable, objectKey } from '../storage/keys';
 import { ObjectStoreError, type IObjectVersion } from '../storage/objectStore';
 import { packageVersion } from '../version';
 import type { ContentsManager } from '../contents/manager';
 import type { Logger } from '../gateway/logger';
-import { addCloneRoutes } from './clone';
+import { addCloneRoutes, DEFAULT_MAX_CLONE_BYTES, parseNotebook, readObject } from './clone';
 import { onlyMethods } from './methods';
 import { addPublishRoutes } from './publish';
 import { checkStorePath } from './storePaths';
@@ -51,10 +53,20 @@ export function createStoreApiRouter(options: IStoreApiOptions): Router {
       next(new HttpError(400, 'The path is not valid UTF-8', 'invalid path'));
       return;
     }
-    listVersions(options.archiving, checkStorePath(decoded)).then(
-      listing => response.json(VersionListingSchema.parse(listing)),
-      next
-    );
+    const path = checkStorePath(decoded);
+    const query = new URL(request.originalUrl, 'http://gateway.invalid').searchParams;
+    const versionId = query.getAll('object_version_id').at(-1);
+    if (versionId === undefined) {
+      listVersions(options.archiving, path).then(
+        listing => response.json(VersionListingSchema.parse(listing)),
+        next
+      );
+    } else {
+      readVersion(options.archiving, path, versionId, query.getAll('copy').at(-1)).then(
+        content => response.json(VersionContentSchema.parse(content)),
+        next
+      );
+    }
   });
 
   addPublishRoutes(router, { ...options, maxBodyBytes: options.maxPublishBodyBytes });
@@ -99,7 +111,8 @@ export function storeInfo(options: IStoreApiOptions): StoreInfo {
   };
 }
 
-async function listVersions(archiving: Archiving, path: string): Promise<VersionListing> {
+/** 503 while object storage cannot be used (no bucket, failed bucket check). */
+function checkStoreUsable(archiving: Archiving): void {
   if (!archiving.features().features.store_valid) {
     throw new HttpError(
       503,
@@ -107,6 +120,10 @@ async function listVersions(archiving: Archiving, path: string): Promise<Version
       'store unavailable'
     );
   }
+}
+
+async function listVersions(archiving: Archiving, path: string): Promise<VersionListing> {
+  checkStoreUsable(archiving);
   const { settings, store, bucket } = archiving;
   const workspaceKey = objectKey(settings.workspace_prefix, path);
   const publishedKey = objectKey(settings.published_prefix, path);
@@ -124,6 +141,52 @@ async function listVersions(archiving: Archiving, path: string): Promise<Version
   } catch (error) {
     throw toHttpError(error);
   }
+}
+
+/** The longest version id accepted, as the clone API accepts it. */
+const MAX_VERSION_ID_CHARS = 1024;
+
+/**
+ * One version of the archived (`copy` workspace, the default) or published copy of a notebook,
+ * with its content: 400 for an empty, too long or malformed version id or an unknown `copy`, 404
+ * when the version does not exist, 413 over the clone limit, 422 when it is not a notebook.
+ */
+async function readVersion(
+  archiving: Archiving,
+  path: string,
+  versionId: string,
+  copy = 'workspace'
+): Promise<VersionContent> {
+  if (versionId === '' || versionId.length > MAX_VERSION_ID_CHARS) {
+    throw new HttpError(
+      400,
+      `object_version_id must be 1 to ${MAX_VERSION_ID_CHARS} characters long`,
+      'bad request'
+    );
+  }
+  if (copy !== 'workspace' && copy !== 'published') {
+    throw new HttpError(400, 'copy must be "workspace" or "published"', 'bad request');
+  }
+  checkStoreUsable(archiving);
+  const { settings, bucket } = archiving;
+  const prefix = copy === 'workspace' ? settings.workspace_prefix : settings.published_prefix;
+  const key = objectKey(prefix, path);
+  const object = await readObject(archiving, bucket, key, versionId, DEFAULT_MAX_CLONE_BYTES);
+  const notebook = parseNotebook(object.body);
+  if (!notebook) {
+    throw new HttpError(
+      422,
+      `Version ${JSON.stringify(displayable(versionId))} of s3://${bucket}/${key} is not an nbformat 4 notebook`,
+      'not a notebook'
+    );
+  }
+  return {
+    path,
+    object_bucket: bucket,
+    object_key: key,
+    object_version_id: object.versionId ?? versionId,
+    content: notebook as unknown as Record<string, unknown>
+  };
 }
 
 function toApiVersion(version: IObjectVersion): ObjectVersion {

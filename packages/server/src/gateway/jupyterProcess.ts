@@ -227,9 +227,10 @@ export function jupyterArguments(
   if (options.allowOrigin) args.push(`--ServerApp.allow_origin=${options.allowOrigin}`);
   if (options.allowOriginPat) args.push(`--ServerApp.allow_origin_pat=${options.allowOriginPat}`);
   if (options.configFile) args.push(`--config=${options.configFile}`);
-  if (options.labextensionsPaths?.length) {
-    const list = options.labextensionsPaths.map(p => JSON.stringify(p)).join(',');
-    args.push(`--LabApp.extra_labextensions_path=[${list}]`);
+  // One flag per directory: traitlets appends repeated flags to a list, while a bracketed value
+  // would be read as one path.
+  for (const dir of options.labextensionsPaths ?? []) {
+    args.push(`--LabApp.extra_labextensions_path=${dir}`);
   }
   args.push(...(options.extraArgs ?? []));
   return args;

@@ -530,6 +530,62 @@ describe('jupyter-store lab archiving to MinIO, under --base-url /jupyter/', () 
       expect(never.json().workspace.versions).toEqual([]);
     });
 
+    test('200 with the content of one version, archived or published', async () => {
+      const listing = (
+        await call(main, 'GET', '/api/store/versions/{path}', {
+          path: 'api/store/versions/report.ipynb'
+        })
+      ).json();
+      const older = listing.workspace.versions[1].object_version_id;
+      const reply = await call(main, 'GET', '/api/store/versions/{path}', {
+        path: `api/store/versions/report.ipynb?object_version_id=${encodeURIComponent(older)}`
+      });
+      expect(reply.status).toBe(200);
+      expect(reply.json()).toMatchObject({
+        path: 'report.ipynb',
+        object_bucket: BUCKET,
+        object_key: 'workspace/report.ipynb',
+        object_version_id: older
+      });
+      expect(JSON.stringify(reply.json().content.cells)).toContain('first');
+      expect(JSON.stringify(reply.json().content.cells)).not.toContain('second');
+      const put = await s3.send(
+        new PutObjectCommand({
+          Bucket: BUCKET,
+          Key: 'published/notes.ipynb',
+          Body: JSON.stringify(notebook('published copy'))
+        })
+      );
+      const published = await call(main, 'GET', '/api/store/versions/{path}', {
+        path: `api/store/versions/notes.ipynb?copy=published&object_version_id=${put.VersionId}`
+      });
+      expect(published.status).toBe(200);
+      expect(published.json().object_key).toBe('published/notes.ipynb');
+      expect(JSON.stringify(published.json().content)).toContain('published copy');
+    });
+
+    test.each([
+      ['object_version_id=', 400, 'bad request'],
+      ['object_version_id=v&copy=elsewhere', 400, 'bad request'],
+      ['object_version_id=not-a-version-id', 400, 'InvalidArgument'],
+      ['object_version_id=00000000-0000-0000-0000-000000000000', 404, 'NoSuchVersion']
+    ])('a version asked for with %s is %d (%s)', async (query, status, reason) => {
+      const reply = await call(main, 'GET', '/api/store/versions/{path}', {
+        path: `api/store/versions/report.ipynb?${query}`
+      });
+      expectError(reply, status, reason);
+    });
+
+    test('422 when the version asked for is not a notebook', async () => {
+      const put = await s3.send(
+        new PutObjectCommand({ Bucket: BUCKET, Key: 'workspace/odd.ipynb', Body: 'not json' })
+      );
+      const reply = await call(main, 'GET', '/api/store/versions/{path}', {
+        path: `api/store/versions/odd.ipynb?object_version_id=${put.VersionId}`
+      });
+      expectError(reply, 422, 'not a notebook');
+    });
+
     test.each([
       ['', 'empty path'],
       ['%2Fetc%2Fpasswd', 'absolute path'],
@@ -1203,7 +1259,7 @@ const EXPECTED_COVERAGE: Record<string, number[]> = {
   'PUT /api/store': [405],
   'DELETE /api/store': [405],
   'PATCH /api/store': [405],
-  'GET /api/store/versions/{path}': [200, 400, 403, 502, 503],
+  'GET /api/store/versions/{path}': [200, 400, 403, 404, 422, 502, 503],
   'POST /api/store/versions/{path}': [405, 503],
   'PUT /api/store/versions/{path}': [405],
   'DELETE /api/store/versions/{path}': [403, 405],

@@ -405,6 +405,7 @@ const CONTRACT: Record<string, [z.ZodType, 'input' | 'output']> = {
   ObjectVersion: [contract.ObjectVersionSchema, 'output'],
   ObjectHistory: [contract.VersionListingSchema.shape.workspace, 'output'],
   VersionListing: [contract.VersionListingSchema, 'output'],
+  VersionContent: [contract.VersionContentSchema, 'output'],
   PublishRequest: [contract.PublishRequestSchema, 'input'],
   PublishResult: [contract.PublishResultSchema, 'output'],
   ObjectCloneRequest: [contract.ObjectCloneRequestSchema, 'input'],

@@ -62,7 +62,8 @@ describe('#jupyterArguments()', () => {
         '--ServerApp.allow_origin_pat=https://.*\\.example',
         '--ServerApp.allow_root=True',
         '--config=/etc/jupyter/x.json',
-        '--LabApp.extra_labextensions_path=["/opt/ext one","/opt/two"]'
+        '--LabApp.extra_labextensions_path=/opt/ext one',
+        '--LabApp.extra_labextensions_path=/opt/two'
       ])
     );
     expect(args[args.length - 1]).toBe('--ServerApp.iopub_data_rate_limit=1e10');

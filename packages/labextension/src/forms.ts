@@ -1,0 +1,57 @@
+import type { Dialog } from '@jupyterlab/apputils';
+import { Widget } from '@lumino/widgets';
+
+/** Small DOM helpers shared by the dialogs and panels (plain DOM: no framework needed). */
+export namespace Dom {
+  /** An element with a class and optional text. */
+  export function element<K extends keyof HTMLElementTagNameMap>(
+    tag: K,
+    className?: string,
+    text?: string
+  ): HTMLElementTagNameMap[K] {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  /** A labelled text input: `<label>Label <input></label>`, with an optional hint below. */
+  export function field(
+    label: string,
+    input: HTMLInputElement | HTMLSelectElement,
+    hint?: string
+  ): HTMLLabelElement {
+    const row = element('label', 'jp-store-Field');
+    row.appendChild(element('span', 'jp-store-Field-label', label));
+    row.appendChild(input);
+    if (hint) row.appendChild(element('span', 'jp-store-Field-hint', hint));
+    return row;
+  }
+
+  /** A text input in JupyterLab's style. */
+  export function textInput(name: string, value = '', placeholder = ''): HTMLInputElement {
+    const input = element('input', 'jp-mod-styled jp-store-Field-input');
+    input.type = 'text';
+    input.name = name;
+    input.value = value;
+    input.placeholder = placeholder;
+    input.spellcheck = false;
+    input.autocomplete = 'off';
+    return input;
+  }
+}
+
+/**
+ * A dialog body made of form fields; `getValue()` reads them when the dialog closes.
+ */
+export abstract class FormBody<T> extends Widget implements Dialog.IBodyWidget<T> {
+  constructor() {
+    super({ node: document.createElement('form') });
+    this.addClass('jp-store-Form');
+    // Enter accepts the dialog (its own key handler); the form must not submit the page.
+    this.node.addEventListener('submit', event => event.preventDefault());
+  }
+
+  /** The values the user entered. */
+  abstract getValue(): T;
+}

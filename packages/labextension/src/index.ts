@@ -1,0 +1,8 @@
+import { storePlugin } from './plugin';
+
+export * from './archiveStatus';
+export * from './request';
+export * from './storeClient';
+export * from './tokens';
+
+export default [storePlugin];

@@ -1,0 +1,188 @@
+import {
+  FsCloneResponseSchema,
+  ObjectCloneResponseSchema,
+  PublishResultSchema,
+  StoreInfoSchema,
+  VersionContentSchema,
+  VersionListingSchema,
+  type FsCloneRequest,
+  type FsCloneResponse,
+  type ObjectCloneRequest,
+  type ObjectCloneResponse,
+  type PublishResult,
+  type StoreInfo,
+  type VersionContent,
+  type VersionListing
+} from '@jupyter-store/contract';
+import { PageConfig, URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+import { nullTranslator, type TranslationBundle } from '@jupyterlab/translation';
+import { requestStoreApi } from './request';
+import { TRANSLATION_DOMAIN } from './tokens';
+
+/** Where the store keeps things: the bucket and the prefixes of archived and published copies. */
+export interface IStoreLayout {
+  readonly bucket: string;
+  readonly workspacePrefix: string;
+  readonly publishedPrefix: string;
+}
+
+/**
+ * The store API of the jupyter-store gateway, `{base}api/store`, with every answer checked
+ * against the shared contract.
+ */
+export class StoreClient {
+  /**
+   * @param serverSettings - the application's server settings (base URL, auth, XSRF).
+   * @param trans - the translation of the client's own error messages.
+   */
+  constructor(
+    readonly serverSettings: ServerConnection.ISettings,
+    private readonly _trans: TranslationBundle = nullTranslator.load(TRANSLATION_DOMAIN)
+  ) {}
+
+  /** `GET api/store`: feature detection, with the archive queue's state. */
+  info(): Promise<StoreInfo> {
+    return requestStoreApi(
+      this.serverSettings,
+      '',
+      { method: 'GET' },
+      StoreInfoSchema,
+      200,
+      this._trans
+    );
+  }
+
+  /** `GET api/store/versions/<path>`: archived and published versions, newest first. */
+  versions(path: string): Promise<VersionListing> {
+    return requestStoreApi(
+      this.serverSettings,
+      `versions/${URLExt.encodeParts(trimSlashes(path))}`,
+      { method: 'GET' },
+      VersionListingSchema,
+      200,
+      this._trans
+    );
+  }
+
+  /**
+   * `GET api/store/versions/<path>?object_version_id=…&copy=…`: the notebook of one archived
+   * (`workspace`) or published version.
+   */
+  versionContent(
+    path: string,
+    versionId: string,
+    copy: 'workspace' | 'published'
+  ): Promise<VersionContent> {
+    const query = URLExt.objectToQueryString({ object_version_id: versionId, copy });
+    return requestStoreApi(
+      this.serverSettings,
+      `versions/${URLExt.encodeParts(trimSlashes(path))}${query}`,
+      { method: 'GET' },
+      VersionContentSchema,
+      200,
+      this._trans
+    );
+  }
+
+  /**
+   * `PUT api/store/publish/<path>`: publish a notebook (nbformat 4, as JSON) at
+   * `<published_prefix>/<path>`.
+   */
+  publish(path: string, notebook: unknown): Promise<PublishResult> {
+    return requestStoreApi(
+      this.serverSettings,
+      `publish/${URLExt.encodeParts(trimSlashes(path))}`,
+      {
+        method: 'PUT',
+        body: JSON.stringify({ type: 'notebook', format: 'json', content: notebook })
+      },
+      PublishResultSchema,
+      200,
+      this._trans
+    );
+  }
+
+  /** `POST api/store/clone`: copy an object (or one version of it) into the contents. */
+  cloneObject(request: ObjectCloneRequest): Promise<ObjectCloneResponse> {
+    return requestStoreApi(
+      this.serverSettings,
+      'clone',
+      { method: 'POST', body: JSON.stringify(request) },
+      ObjectCloneResponseSchema,
+      200,
+      this._trans
+    );
+  }
+
+  /** `POST api/store/fs-clone`: copy a file from below the clone base directory. */
+  cloneFromFileSystem(request: FsCloneRequest): Promise<FsCloneResponse> {
+    return requestStoreApi(
+      this.serverSettings,
+      'fs-clone',
+      { method: 'POST', body: JSON.stringify(request) },
+      FsCloneResponseSchema,
+      200,
+      this._trans
+    );
+  }
+
+  /**
+   * The landing-page URL that clones an object into whoever opens it:
+   * `{base}store/clone?object_bucket=…&object_key=…[&object_version_id=…]`.
+   */
+  cloneLink(bucket: string, key: string, versionId?: string | null): string {
+    const query: Record<string, string> = { object_bucket: bucket, object_key: key };
+    if (versionId) query.object_version_id = versionId;
+    const base = URLExt.join(PageConfig.getBaseUrl(), 'store/clone');
+    return `${base}${URLExt.objectToQueryString(query)}`;
+  }
+}
+
+/** `a/b/` → `a/b`. */
+export function trimSlashes(path: string): string {
+  return path.replace(/^\/+|\/+$/g, '');
+}
+
+/** The bucket and prefixes that feature detection reports. */
+export function layoutOf(info: StoreInfo): IStoreLayout {
+  return {
+    bucket: info.object_bucket ?? '',
+    workspacePrefix: trimSlashes(info.workspace_prefix),
+    publishedPrefix: trimSlashes(info.published_prefix)
+  };
+}
+
+/** `<prefix>/<path>` as the server joins keys: slashes trimmed, empty parts dropped. */
+export function joinKey(prefix: string, path: string): string {
+  return [prefix, path]
+    .map(trimSlashes)
+    .filter(part => part !== '')
+    .join('/');
+}
+
+/**
+ * The contents path that `key` archives or publishes in this store, and which of the two it
+ * is; null when the key is under neither prefix.
+ */
+export function pathOfKey(
+  layout: IStoreLayout,
+  bucket: string,
+  key: string
+): { path: string; kind: 'workspace' | 'published' } | null {
+  if (bucket !== layout.bucket) return null;
+  const candidates: ['workspace' | 'published', string][] = [
+    ['published', layout.publishedPrefix],
+    ['workspace', layout.workspacePrefix]
+  ];
+  // The longer prefix first: one may contain the other.
+  candidates.sort((a, b) => b[1].length - a[1].length);
+  for (const [kind, prefix] of candidates) {
+    if (prefix === '') continue;
+    if (key.startsWith(`${prefix}/`) && key.length > prefix.length + 1) {
+      return { path: key.slice(prefix.length + 1), kind };
+    }
+  }
+  const workspaceIsRoot = candidates.find(([kind]) => kind === 'workspace')?.[1] === '';
+  return workspaceIsRoot && key !== '' ? { path: key, kind: 'workspace' } : null;
+}

@@ -1,0 +1,23 @@
+/** The id of the extension's plugin, and of its settings (`schema/plugin.json`). */
+export const PLUGIN_ID = '@jupyter-store/labextension:plugin';
+
+/** The translation domain of every string the extension shows. */
+export const TRANSLATION_DOMAIN = 'jupyter_store';
+
+/**
+ * The commands, registered only for the features that feature detection reports as valid; the
+ * menus, context menus and toolbar buttons that `schema/plugin.json` declares for them stay hidden
+ * until then.
+ */
+export namespace CommandIDs {
+  /** Publish the current notebook (`publish_valid`). */
+  export const publish = 'jupyter-store:publish';
+  /** Clone a file from object storage into the file browser's folder (`object_clone_valid`). */
+  export const cloneFromObjectStorage = 'jupyter-store:clone-from-object-storage';
+  /** Clone a file from below the server's clone base directory (`fs_clone_valid`). */
+  export const cloneFromFileSystem = 'jupyter-store:clone-from-file-system';
+  /** Open the panel of archived and published versions of the current notebook (`store_valid`). */
+  export const showVersions = 'jupyter-store:show-versions';
+  /** Show the archive status in a dialog (any store API). */
+  export const showArchiveStatus = 'jupyter-store:show-archive-status';
+}

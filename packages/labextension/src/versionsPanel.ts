@@ -1,0 +1,386 @@
+import type { ObjectVersion, VersionListing } from '@jupyter-store/contract';
+import { Dialog, showDialog } from '@jupyterlab/apputils';
+import type * as nbformat from '@jupyterlab/nbformat';
+import type { DocumentRegistry } from '@jupyterlab/docregistry';
+import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
+import type { TranslationBundle } from '@jupyterlab/translation';
+import { refreshIcon } from '@jupyterlab/ui-components';
+import { Widget } from '@lumino/widgets';
+import type { ArchiveStatusModel } from './archiveStatus';
+import { runWithProgress } from './errors';
+import { datedSibling, errorMessage, formatBytes, formatTime } from './format';
+import { Dom } from './forms';
+import type { StoreClient } from './storeClient';
+
+type NotebookContext = DocumentRegistry.IContext<INotebookModel>;
+
+/**
+ * The archived and published versions of one notebook, newest first, with time and size:
+ * "Open" clones a version beside the notebook, "Restore" replaces the notebook's content with
+ * it (a save, so it becomes a new version itself). Refreshed after each archive.
+ */
+export class VersionsPanel extends Widget {
+  constructor(options: VersionsPanel.IOptions) {
+    super();
+    this._client = options.client;
+    this._trans = options.trans;
+    this._status = options.status;
+    this._open = options.open;
+    const trans = this._trans;
+    this.id = 'jp-store-versions';
+    this.addClass('jp-store-VersionsPanel');
+    this.title.caption = trans.__('Archived versions');
+    this.title.label = trans.__('Versions');
+
+    const header = Dom.element('div', 'jp-store-VersionsPanel-header');
+    this._heading = Dom.element(
+      'h2',
+      'jp-store-VersionsPanel-title',
+      trans.__('Archived versions')
+    );
+    header.appendChild(this._heading);
+    const refresh = Dom.element('button', 'jp-Button jp-mod-minimal jp-store-IconButton');
+    refresh.type = 'button';
+    refresh.title = trans.__('Refresh');
+    refresh.setAttribute('aria-label', trans.__('Refresh the versions'));
+    refreshIcon.element({ container: refresh, elementSize: 'normal' });
+    refresh.addEventListener('click', () => void this.refresh());
+    header.appendChild(refresh);
+    this.node.appendChild(header);
+    this._pathLine = Dom.element('p', 'jp-store-VersionsPanel-path');
+    this.node.appendChild(this._pathLine);
+    this._message = Dom.element('p', 'jp-store-VersionsPanel-message');
+    this._message.setAttribute('role', 'status');
+    this.node.appendChild(this._message);
+    this._body = Dom.element('div', 'jp-store-VersionsPanel-body');
+    this.node.appendChild(this._body);
+    this._status.changed.connect(this._onStatus, this);
+    this._render();
+  }
+
+  /** The notebook shown, or null. */
+  get notebook(): NotebookPanel | null {
+    return this._notebook;
+  }
+
+  /** Show the versions of `panel` (null: none), following its saves and renames. */
+  setNotebook(panel: NotebookPanel | null): void {
+    if (panel === this._notebook) return;
+    if (this._notebook) {
+      this._notebook.context.saveState.disconnect(this._onSaveState, this);
+      this._notebook.context.pathChanged.disconnect(this._onPathChanged, this);
+      this._notebook.disposed.disconnect(this._onNotebookDisposed, this);
+    }
+    this._notebook = panel;
+    this._listing = null;
+    if (panel) {
+      panel.context.saveState.connect(this._onSaveState, this);
+      panel.context.pathChanged.connect(this._onPathChanged, this);
+      panel.disposed.connect(this._onNotebookDisposed, this);
+    }
+    this._render();
+    void this.refresh();
+  }
+
+  /** Ask for the listing again. */
+  async refresh(): Promise<void> {
+    const panel = this._notebook;
+    if (!panel || this.isDisposed) return;
+    const generation = ++this._generation;
+    const path = panel.context.path;
+    this._setMessage(this._listing ? '' : this._trans.__('Loading…'));
+    try {
+      const listing = await this._client.versions(path);
+      if (generation !== this._generation || this.isDisposed) return;
+      this._listing = listing;
+      this._setMessage('');
+    } catch (error) {
+      if (generation !== this._generation || this.isDisposed) return;
+      this._listing = null;
+      this._setMessage(this._trans.__('The versions could not be listed: %1', errorMessage(error)));
+    }
+    this._render();
+  }
+
+  override dispose(): void {
+    if (this.isDisposed) return;
+    this.setNotebook(null);
+    this._status.changed.disconnect(this._onStatus, this);
+    super.dispose();
+  }
+
+  private _onSaveState(_: NotebookContext, state: DocumentRegistry.SaveState): void {
+    if (state === 'completed') {
+      // The save is archived shortly after; the status model follows it and tells us.
+      this._status.watchSave();
+      void this.refresh();
+    }
+  }
+
+  private _onPathChanged(): void {
+    this._listing = null;
+    this._render();
+    void this.refresh();
+  }
+
+  private _onNotebookDisposed(): void {
+    this.setNotebook(null);
+  }
+
+  /** Refresh when the number of archived saves changes. */
+  private _onStatus(): void {
+    const archived = this._status.info.archive?.archived ?? null;
+    if (archived !== this._lastArchived) {
+      this._lastArchived = archived;
+      if (this._notebook && this.isVisible) void this.refresh();
+    }
+  }
+
+  private _setMessage(text: string): void {
+    this._message.textContent = text;
+    this._message.hidden = text === '';
+  }
+
+  /**
+   * Render the listing again. A keyboard user's focus on a version's button survives: the same
+   * button of the same version is focused in the new list.
+   */
+  private _render(): void {
+    const focused = this._focusedButton();
+    this._renderBody();
+    if (focused) this._body.querySelector<HTMLElement>(focused)?.focus();
+  }
+
+  /** A selector for the version button that has the focus, or null. */
+  private _focusedButton(): string | null {
+    const active = document.activeElement;
+    if (!(active instanceof HTMLElement) || !this._body.contains(active)) return null;
+    const item = active.closest<HTMLElement>('li.jp-store-Version');
+    const section = active.closest<HTMLElement>('section');
+    const action = active.dataset.action;
+    if (!item?.dataset.versionId || !section?.dataset.kind || !action) return null;
+    return (
+      `section[data-kind="${CSS.escape(section.dataset.kind)}"] ` +
+      `li[data-version-id="${CSS.escape(item.dataset.versionId)}"] ` +
+      `button[data-action="${CSS.escape(action)}"]`
+    );
+  }
+
+  private _renderBody(): void {
+    const trans = this._trans;
+    this._body.replaceChildren();
+    const panel = this._notebook;
+    if (!panel) {
+      this._pathLine.textContent = trans.__('Open a notebook to see its versions.');
+      return;
+    }
+    this._pathLine.textContent = panel.context.path;
+    const listing = this._listing;
+    if (!listing) return;
+    this._body.appendChild(
+      this._section(
+        trans.__('Archived'),
+        'workspace',
+        listing,
+        listing.workspace.versions,
+        trans.__('No archived versions yet: every save adds one.')
+      )
+    );
+    this._body.appendChild(
+      this._section(
+        trans.__('Published'),
+        'published',
+        listing,
+        listing.published.versions,
+        trans.__('Not published.')
+      )
+    );
+  }
+
+  private _section(
+    title: string,
+    kind: 'workspace' | 'published',
+    listing: VersionListing,
+    versions: readonly ObjectVersion[],
+    empty: string
+  ): HTMLElement {
+    const trans = this._trans;
+    const section = Dom.element('section', 'jp-store-VersionsSection');
+    section.dataset.kind = kind;
+    const key = kind === 'workspace' ? listing.workspace.object_key : listing.published.object_key;
+    const heading = Dom.element('h3', undefined, title);
+    heading.title = `s3://${listing.object_bucket}/${key}`;
+    section.appendChild(heading);
+    if (versions.length === 0) {
+      section.appendChild(Dom.element('p', 'jp-store-VersionsSection-empty', empty));
+      return section;
+    }
+    const list = Dom.element('ul', 'jp-store-VersionList');
+    list.setAttribute('aria-label', title);
+    for (const version of versions) {
+      const item = Dom.element('li', 'jp-store-Version');
+      item.dataset.versionId = version.object_version_id;
+      const facts = Dom.element('div', 'jp-store-Version-facts');
+      const time = Dom.element('time', 'jp-store-Version-time', formatTime(version.last_modified));
+      time.dateTime = version.last_modified;
+      facts.appendChild(time);
+      facts.appendChild(
+        Dom.element('span', 'jp-store-Version-size', formatBytes(version.size, trans))
+      );
+      if (version.is_latest) {
+        facts.appendChild(Dom.element('span', 'jp-store-Version-badge', trans.__('latest')));
+      }
+      facts.title = trans.__('Version id: %1', version.object_version_id);
+      item.appendChild(facts);
+      const actions = Dom.element('div', 'jp-store-Version-actions');
+      const when = formatTime(version.last_modified);
+      actions.appendChild(
+        this._button(
+          'open',
+          trans.__('Open'),
+          trans.__('Open the version of %1 as a new file', when),
+          () => this._openVersion(listing, key, version)
+        )
+      );
+      actions.appendChild(
+        this._button(
+          'restore',
+          trans.__('Restore'),
+          trans.__('Replace the notebook with the version of %1', when),
+          () => this._restoreVersion(listing, key, version)
+        )
+      );
+      item.appendChild(actions);
+      list.appendChild(item);
+    }
+    section.appendChild(list);
+    return section;
+  }
+
+  private _button(
+    action: 'open' | 'restore',
+    label: string,
+    description: string,
+    run: () => Promise<void>
+  ): HTMLButtonElement {
+    const button = Dom.element(
+      'button',
+      'jp-Button jp-mod-styled jp-mod-reject jp-store-Version-button',
+      label
+    );
+    button.type = 'button';
+    button.dataset.action = action;
+    // The visible label stays the accessible name; the tooltip says more.
+    button.title = description;
+    button.addEventListener('click', () => {
+      button.disabled = true;
+      void run().finally(() => {
+        button.disabled = false;
+      });
+    });
+    return button;
+  }
+
+  /** Clone the version into a new file beside the notebook, and open it. */
+  private async _openVersion(
+    listing: VersionListing,
+    key: string,
+    version: ObjectVersion
+  ): Promise<void> {
+    const trans = this._trans;
+    const panel = this._notebook;
+    if (!panel) return;
+    const target = datedSibling(panel.context.path, version.last_modified);
+    const model = await runWithProgress(
+      {
+        progress: trans.__('Opening the version of %1…', formatTime(version.last_modified)),
+        done: opened => trans.__('Opened as %1', opened.path),
+        failed: trans.__('Opening the version failed'),
+        errorTitle: trans.__('Cannot open the version')
+      },
+      trans,
+      () =>
+        this._client.cloneObject({
+          object_bucket: listing.object_bucket,
+          object_key: key,
+          object_version_id: version.object_version_id,
+          target_path: target
+        })
+    );
+    if (model) await this._open(model.path);
+  }
+
+  /**
+   * Replace the notebook's content with the version, after a confirmation, and save it.
+   *
+   * #### Notes
+   * The version's notebook comes from `GET api/store/versions/<path>?object_version_id=…`; it
+   * replaces the model and is saved, so the restore is itself archived as a new version.
+   */
+  private async _restoreVersion(
+    listing: VersionListing,
+    key: string,
+    version: ObjectVersion
+  ): Promise<void> {
+    const trans = this._trans;
+    const panel = this._notebook;
+    if (!panel) return;
+    const context = panel.context;
+    const when = formatTime(version.last_modified);
+    const confirm = await showDialog({
+      title: trans.__('Restore this version?'),
+      body: trans.__(
+        'The content of %1 is replaced with the version of %2, and saved. The current content stays in the archive as an earlier version.',
+        context.path,
+        when
+      ),
+      buttons: [
+        Dialog.cancelButton({ label: trans.__('Cancel') }),
+        Dialog.warnButton({ label: trans.__('Restore') })
+      ]
+    });
+    if (!confirm.button.accept || panel.isDisposed) return;
+    await runWithProgress(
+      {
+        progress: trans.__('Restoring the version of %1…', when),
+        done: () => trans.__('Restored %1 to the version of %2', context.path, when),
+        failed: trans.__('Restoring the version failed'),
+        errorTitle: trans.__('Cannot restore the version')
+      },
+      trans,
+      async () => {
+        const copy = key === listing.published.object_key ? 'published' : 'workspace';
+        const stored = await this._client.versionContent(
+          context.path,
+          version.object_version_id,
+          copy
+        );
+        context.model.fromJSON(stored.content as unknown as nbformat.INotebookContent);
+        await context.save();
+      }
+    );
+  }
+
+  private readonly _client: StoreClient;
+  private readonly _trans: TranslationBundle;
+  private readonly _status: ArchiveStatusModel;
+  private readonly _open: (path: string) => Promise<void>;
+  private readonly _heading: HTMLElement;
+  private readonly _pathLine: HTMLElement;
+  private readonly _message: HTMLElement;
+  private readonly _body: HTMLElement;
+  private _notebook: NotebookPanel | null = null;
+  private _listing: VersionListing | null = null;
+  private _generation = 0;
+  private _lastArchived: number | null = null;
+}
+
+export namespace VersionsPanel {
+  export interface IOptions {
+    client: StoreClient;
+    trans: TranslationBundle;
+    status: ArchiveStatusModel;
+    /** Open a file in JupyterLab. */
+    open(path: string): Promise<void>;
+  }
+}
