@@ -8,6 +8,7 @@ import { Router } from 'express';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import { mkdtemp } from 'node:fs/promises';
+import * as net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PublishResultSchema } from '@jupyter-store/contract';
@@ -19,7 +20,6 @@ import { createLogger } from '../../src/gateway/logger';
 import { StoreSettingsSchema } from '../../src/settings';
 import { isPublishEnabled } from '../../src/settings/publishEnabled';
 import { FakeUpstream } from '../support/fakeUpstream';
-import { freePort } from '../support/jupyterServer';
 import { createVersionedBucket, startMinio, type IObjectServer } from '../support/objectServers';
 
 jest.setTimeout(120_000);
@@ -533,15 +533,23 @@ describe('publish: object-store failures', () => {
   });
 
   test('an unreachable store is 502', async () => {
-    const port = await freePort();
-    const gateway = await startPublishGateway(
-      s3Values({ object_endpoint_url: `http://127.0.0.1:${port}`, object_timeout_seconds: 5 }),
-      () => true
-    );
-    const response = await publish(gateway, 'a.ipynb', notebookModel());
-    expect(response.status).toBe(502);
-    expect(response.json().message).toMatch(/^Could not write/);
-    await gateway.close();
+    // A port held for the whole test by a listener that cuts every connection: a port merely
+    // found free could be taken by another server meanwhile.
+    const cutter = net.createServer(socket => socket.destroy());
+    await new Promise<void>(resolve => cutter.listen(0, '127.0.0.1', resolve));
+    const { port } = cutter.address() as net.AddressInfo;
+    try {
+      const gateway = await startPublishGateway(
+        s3Values({ object_endpoint_url: `http://127.0.0.1:${port}`, object_timeout_seconds: 5 }),
+        () => true
+      );
+      const response = await publish(gateway, 'a.ipynb', notebookModel());
+      expect(response.status).toBe(502);
+      expect(response.json().message).toMatch(/^Could not write/);
+      await gateway.close();
+    } finally {
+      await new Promise(resolve => cutter.close(resolve));
+    }
   });
 
   test('a store whose bucket check failed is 503 before anything is read', async () => {
