@@ -111,3 +111,12 @@ fi
 
 log "Building the TypeScript packages"
 npm run --silent build
+
+# `jupyter-store` beside the venv's `jupyter`, so that `.venv/bin/jupyter store …` (and plain
+# `jupyter store …` once the venv is activated) works anywhere, JupyterLab's login-shell
+# terminals included. Written here because it names this checkout's absolute path.
+cat >.venv/bin/jupyter-store <<WRAPPER
+#!/bin/sh
+exec "$(command -v node)" "$PWD/packages/server/lib/cli/main.js" "\$@"
+WRAPPER
+chmod +x .venv/bin/jupyter-store
