@@ -54,7 +54,7 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import {
   availableParallelism,
@@ -77,7 +77,8 @@ import {
   type IObjectServer
 } from '../test/support/objectServers';
 import { generateNotebook, type JsonObject } from './notebook';
-import { formatProfileSummary, summariseProfile } from './profile';
+import { formatProfileSummary, summariseProfile, writeProfilerPreload } from './profile';
+import { formatMs, formatRate, formatRatio, median } from './format';
 import { cleanUp, cleaningUp, cleanups, log } from './cleanup';
 import { machineBusyMs, parseProcStat, processCpuMs } from './cpu';
 
@@ -1173,35 +1174,6 @@ async function measureOnOff(
 // ---------------------------------------------------------------------------------------------
 // Profiling
 
-/**
- * Write a preload script that profiles the Node process it is loaded into, as `--cpu-prof`
- * would, and writes `<pid>.cpuprofile` into `dir` when the process exits (see gateway.bench.ts).
- */
-async function writeProfilerPreload(dir: string): Promise<string> {
-  const file = join(dir, 'cpu-profile-preload.cjs');
-  const script = `'use strict';
-const inspector = require('node:inspector');
-const fs = require('node:fs');
-const path = require('node:path');
-const session = new inspector.Session();
-session.connect();
-session.post('Profiler.enable');
-session.post('Profiler.start');
-process.on('exit', () => {
-  session.post('Profiler.stop', (error, result) => {
-    if (!error) {
-      fs.writeFileSync(
-        path.join(${JSON.stringify(dir)}, process.pid + '.cpuprofile'),
-        JSON.stringify(result.profile)
-      );
-    }
-  });
-});
-`;
-  await writeFile(file, script);
-  return file;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Statistics and report
 
@@ -1217,33 +1189,9 @@ function latency(samples: readonly number[]): ILatency {
   };
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
-}
-
-function formatMs(ms: number): string {
-  if (!Number.isFinite(ms)) return 'n/a';
-  if (ms < 10) return `${ms.toFixed(2)} ms`;
-  if (ms < 100) return `${ms.toFixed(1)} ms`;
-  return `${Math.round(ms).toLocaleString('en-US')} ms`;
-}
-
 function formatSignedMs(ms: number): string {
   if (!Number.isFinite(ms)) return 'n/a';
   return `${ms >= 0 ? '+' : '−'}${formatMs(Math.abs(ms))}`;
-}
-
-function formatRate(rate: number): string {
-  if (!Number.isFinite(rate)) return 'n/a';
-  if (rate < 10) return rate.toFixed(2);
-  if (rate < 100) return rate.toFixed(1);
-  return Math.round(rate).toLocaleString('en-US');
-}
-
-function formatRatio(ratio: number): string {
-  return Number.isFinite(ratio) ? `${ratio.toFixed(2)}x` : 'n/a';
 }
 
 function us(ms: number): string {

@@ -41,6 +41,7 @@ import {
 import { ContentsClient, type IBenchResponse } from './client';
 import { EMPTY_NOTEBOOK_BYTES, generateNotebook, type IGeneratedNotebook } from './notebook';
 import { formatProfileSummary, summariseProfile } from './profile';
+import { formatMs, formatRatio } from './format';
 import { cleanUp, cleaningUp, cleanups, log } from './cleanup';
 
 /** Which server a measurement belongs to. */
@@ -560,23 +561,12 @@ function statistics(samples: readonly number[]): IStats {
 // ---------------------------------------------------------------------------------------------
 // Report
 
-function formatMs(ms: number): string {
-  if (!Number.isFinite(ms)) return 'n/a';
-  if (ms < 10) return `${ms.toFixed(2)} ms`;
-  if (ms < 100) return `${ms.toFixed(1)} ms`;
-  return `${Math.round(ms).toLocaleString('en-US')} ms`;
-}
-
 function formatRate(rate: number): string {
   if (!Number.isFinite(rate)) return 'n/a';
   if (rate < 1) return rate.toFixed(3);
   if (rate < 10) return rate.toFixed(2);
   if (rate < 100) return rate.toFixed(1);
   return Math.round(rate).toLocaleString('en-US');
-}
-
-function formatRatio(ratio: number): string {
-  return Number.isFinite(ratio) ? `${ratio.toFixed(2)}x` : 'n/a';
 }
 
 function formatMiB(bytes: number): string {

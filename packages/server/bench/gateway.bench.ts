@@ -37,7 +37,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 import { Agent, request, type OutgoingHttpHeaders, type RequestOptions } from 'node:http';
 import {
   availableParallelism,
@@ -53,7 +53,8 @@ import { parseArgs } from 'node:util';
 import { labDefaults, startGatewayProcess, type IGatewayProcess } from '../test/support/gateway';
 import { REPO_ROOT, findVenvPython } from '../test/support/jupyterServer';
 import { decodeV1, encodeV1, openKernelSocket, type IKernelSocket } from '../test/support/kernel';
-import { formatProfileSummary, summariseProfile } from './profile';
+import { formatProfileSummary, summariseProfile, writeProfilerPreload } from './profile';
+import { formatMs, formatRate, formatRatio, median } from './format';
 import { cleanUp, cleaningUp, cleanups, log } from './cleanup';
 import { machineBusyMs, processCpuMs } from './cpu';
 
@@ -668,37 +669,6 @@ async function measureKernel(
 // ---------------------------------------------------------------------------------------------
 // Profiling
 
-/**
- * Write a preload script that profiles the Node process it is loaded into, as `--cpu-prof`
- * would, and writes `<pid>.cpuprofile` into `dir` when the process exits. `--cpu-prof` itself is
- * not allowed in NODE_OPTIONS, and NODE_OPTIONS is the only way into the process that
- * startGatewayProcess spawns.
- */
-async function writeProfilerPreload(dir: string): Promise<string> {
-  const file = join(dir, 'cpu-profile-preload.cjs');
-  const script = `'use strict';
-const inspector = require('node:inspector');
-const fs = require('node:fs');
-const path = require('node:path');
-const session = new inspector.Session();
-session.connect();
-session.post('Profiler.enable');
-session.post('Profiler.start');
-process.on('exit', () => {
-  session.post('Profiler.stop', (error, result) => {
-    if (!error) {
-      fs.writeFileSync(
-        path.join(${JSON.stringify(dir)}, process.pid + '.cpuprofile'),
-        JSON.stringify(result.profile)
-      );
-    }
-  });
-});
-`;
-  await writeFile(file, script);
-  return file;
-}
-
 // ---------------------------------------------------------------------------------------------
 // One configuration
 
@@ -808,13 +778,6 @@ function latency(samples: readonly number[]): ILatency {
   return { n: sorted.length, p50: rank(0.5), p90: rank(0.9), p99: rank(0.99) };
 }
 
-function formatMs(ms: number): string {
-  if (!Number.isFinite(ms)) return 'n/a';
-  if (ms < 10) return `${ms.toFixed(2)} ms`;
-  if (ms < 100) return `${ms.toFixed(1)} ms`;
-  return `${Math.round(ms).toLocaleString('en-US')} ms`;
-}
-
 function formatSignedMs(ms: number): string {
   if (!Number.isFinite(ms)) return 'n/a';
   return `${ms >= 0 ? '+' : '−'}${Math.abs(ms).toFixed(3)} ms`;
@@ -823,17 +786,6 @@ function formatSignedMs(ms: number): string {
 function formatPercent(ratio: number): string {
   if (!Number.isFinite(ratio)) return 'n/a';
   return `${ratio >= 0 ? '+' : '−'}${Math.abs(ratio * 100).toFixed(1)} %`;
-}
-
-function formatRate(rate: number): string {
-  if (!Number.isFinite(rate)) return 'n/a';
-  if (rate < 10) return rate.toFixed(2);
-  if (rate < 100) return rate.toFixed(1);
-  return Math.round(rate).toLocaleString('en-US');
-}
-
-function formatRatio(ratio: number): string {
-  return Number.isFinite(ratio) ? `${ratio.toFixed(2)}x` : 'n/a';
 }
 
 function formatMBps(bytesPerSecond: number): string {
@@ -868,12 +820,6 @@ function throughput(rounds: readonly ILoadRound[]): {
     cpuShare: each(key => cpu(key) / (seconds * 1000)),
     requests
   };
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
 /** The gateway/direct figures of one request: pooled, and per pair of adjacent rounds. */

@@ -2,8 +2,8 @@
  * Summarise V8 CPU profiles (`node --cpu-prof`) of our server: where its busy time goes, by
  * function (self and inclusive time) and by source file, as shares of the non-idle time.
  */
-import { readFile } from 'node:fs/promises';
-import { relative } from 'node:path';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 interface ICallFrame {
@@ -163,4 +163,35 @@ export function formatProfileSummary(summary: IProfileSummary): string {
     table('by file (self time):', summary.byFile),
     table('by call path (self time; innermost first):', summary.byStack)
   ].join('\n\n');
+}
+
+/**
+ * Write a preload script that profiles the Node process it is loaded into, as `--cpu-prof`
+ * would, and writes `<pid>.cpuprofile` into `dir` when the process exits. `--cpu-prof` itself is
+ * not allowed in NODE_OPTIONS, and NODE_OPTIONS is the only way into the process that
+ * startGatewayProcess spawns.
+ */
+export async function writeProfilerPreload(dir: string): Promise<string> {
+  const file = join(dir, 'cpu-profile-preload.cjs');
+  const script = `'use strict';
+const inspector = require('node:inspector');
+const fs = require('node:fs');
+const path = require('node:path');
+const session = new inspector.Session();
+session.connect();
+session.post('Profiler.enable');
+session.post('Profiler.start');
+process.on('exit', () => {
+  session.post('Profiler.stop', (error, result) => {
+    if (!error) {
+      fs.writeFileSync(
+        path.join(${JSON.stringify(dir)}, process.pid + '.cpuprofile'),
+        JSON.stringify(result.profile)
+      );
+    }
+  });
+});
+`;
+  await writeFile(file, script);
+  return file;
 }

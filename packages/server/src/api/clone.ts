@@ -17,6 +17,7 @@ import { splitForCounter } from '../contents/naming';
 import { readNotebook, type NotebookNode } from '../contents/nbformat';
 import { baseName, joinApiPath, parentPath } from '../contents/paths';
 import { HttpError, hasErrorCode } from '../errors';
+import { parseRequest, type ISafeParser } from '../http/schema';
 import type { Logger } from '../gateway/logger';
 import { displayable, isValidBucketName } from '../storage/keys';
 import { ObjectStoreError } from '../storage/objectStore';
@@ -232,21 +233,8 @@ function jsonObjectBody(req: Request): Record<string, unknown> {
 }
 
 /** Validate with a contract schema; the first problem becomes a 400 naming its field. */
-export function validate<T>(
-  schema: {
-    safeParse(
-      value: unknown
-    ):
-      | { success: true; data: T }
-      | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } };
-  },
-  body: unknown
-): T {
-  const result = schema.safeParse(body);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const field = issue.path.map(String).join('.') || 'body';
-  throw new HttpError(400, `${field} ${issue.message}`, 'bad request');
+export function validate<T>(schema: ISafeParser<T>, body: unknown): T {
+  return parseRequest(schema, body, (field, problem) => `${field} ${problem}`);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { HttpError } from '../errors';
 import { decodeUrlPath, urlEscapePath } from '../http/quote';
+import { parseRequest, type ISafeParser } from '../http/schema';
 import { ContentsManager, normalizeType } from './manager';
 import { PyNumber, pythonFloatRepr, pythonTruthy } from './nbformat/pynumber';
 import { parsePythonJson } from './nbformat';
@@ -310,24 +311,9 @@ function jsonBody(req: Request): unknown {
   }
 }
 
-function parseBody<T>(
-  schema: {
-    safeParse(
-      value: unknown
-    ):
-      | { success: true; data: T }
-      | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } };
-  },
-  body: unknown
-): T {
+function parseBody<T>(schema: ISafeParser<T>, body: unknown): T {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new HttpError(400, 'The request body must be a JSON object', 'bad request');
   }
-  const result = schema.safeParse(body);
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    const field = issue.path.map(String).join('.') || 'body';
-    throw new HttpError(400, `Invalid field '${field}': ${issue.message}`, 'bad request');
-  }
-  return result.data;
+  return parseRequest(schema, body, (field, problem) => `Invalid field '${field}': ${problem}`);
 }
