@@ -9,6 +9,47 @@ export const StoreFeaturesSchema = z.object({
   fs_clone_valid: z.boolean()
 });
 
+/** Changes one source reported (`seen`) and the versions they produced (`archived`). */
+export const ArchiveSourceCountsSchema = z.object({
+  seen: z.number().int().nonnegative(),
+  archived: z.number().int().nonnegative()
+});
+
+/** A part of the root where a file-system watcher cannot see changes, and why. */
+export const BlindSpotSchema = z.object({
+  /** The API path of the directory ('' for the whole root). */
+  path: z.string(),
+  reason: z.string()
+});
+
+/** How writes that do not pass through the gateway are observed. */
+export const ArchiveObservationSchema = z.object({
+  /** The file-system watcher: inotify, polling (the periodic scan is the source), or off. */
+  watcher: z.object({
+    mode: z.enum(['inotify', 'polling', 'off']),
+    /** Why the mode is not inotify, or null. */
+    reason: z.string().nullable()
+  }),
+  /** Directories the watcher cannot see into; the periodic scan covers them. */
+  blind_spots: z.array(BlindSpotSchema),
+  /** The subscription to Jupyter Server's event bus (`contents_service` events). */
+  events: z.object({
+    connected: z.boolean(),
+    /** Why it is not connected, or null. */
+    reason: z.string().nullable()
+  }),
+  /** The reconciliation scan of the root. */
+  scan: z.object({
+    interval_seconds: z.number().nonnegative(),
+    running: z.boolean(),
+    /** When the last complete scan finished (ISO 8601), or null before the first. */
+    last_completed_at: z.string().nullable(),
+    last_duration_seconds: z.number().nonnegative().nullable(),
+    /** Notebooks the last complete scan found under the root. */
+    last_file_count: z.number().int().nonnegative().nullable()
+  })
+});
+
 /** The archive queue's state, as feature detection reports it. */
 export const ArchiveStatusSchema = z.object({
   /** Saves journalled and not yet confirmed by the object store. */
@@ -22,7 +63,18 @@ export const ArchiveStatusSchema = z.object({
   /** The last failure, cleared by the next success. */
   last_error: z
     .object({ message: z.string(), at: z.string(), path: z.string().optional() })
-    .nullable()
+    .nullable(),
+  /** Per source of changes: how many it reported, and how many of them became versions. */
+  sources: z
+    .object({
+      gateway: ArchiveSourceCountsSchema,
+      events: ArchiveSourceCountsSchema,
+      watcher: ArchiveSourceCountsSchema,
+      scan: ArchiveSourceCountsSchema
+    })
+    .optional(),
+  /** How changes made by other writers (kernels, terminals, git, Python's contents manager) are seen. */
+  observation: ArchiveObservationSchema.optional()
 });
 
 /** `GET {base}api/store`: feature detection. */
@@ -62,6 +114,8 @@ export const VersionListingSchema = z.object({
 
 export type StoreFeatures = z.infer<typeof StoreFeaturesSchema>;
 export type ArchiveStatus = z.infer<typeof ArchiveStatusSchema>;
+export type ArchiveObservation = z.infer<typeof ArchiveObservationSchema>;
+export type BlindSpot = z.infer<typeof BlindSpotSchema>;
 export type StoreInfo = z.infer<typeof StoreInfoSchema>;
 /**
  * `GET {base}api/store/versions/{path}?object_version_id=…[&copy=published]`: the content of one

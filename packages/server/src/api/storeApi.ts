@@ -96,7 +96,8 @@ export function storeInfo(options: IStoreApiOptions): StoreInfo {
         status.oldestPendingAgeMs === null ? null : status.oldestPendingAgeMs / 1000,
       archived: status.archived,
       last_archived_at: times.length ? times.sort().at(-1)! : null,
-      last_error: status.lastError
+      last_error: status.lastError,
+      ...options.archiving.observation()
     };
   }
   const { bucket, settings } = options.archiving;

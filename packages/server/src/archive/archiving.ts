@@ -11,8 +11,17 @@ import {
 import { LocalObjectStore } from '../storage/localStore';
 import type { IObjectStore } from '../storage/objectStore';
 import { S3ObjectStore } from '../storage/s3Store';
+import type { ArchiveObservation } from '@jupyter-store/contract';
+import type { UpstreamAddress } from '../gateway/upstream';
+import { objectKey } from '../storage/keys';
+import { ArchiveIndex } from './archiveIndex';
+import { ArchiveFilter } from './filter';
+import { ArchiveIntake, type SourceCounts } from './intake';
 import { ArchiveJournal } from './journal';
 import { ArchiveQueue } from './queue';
+import { ReconciliationScan } from './scan';
+import { JupyterEventSource } from './sources/jupyterEvents';
+import { FileSystemWatcher } from './sources/watcher';
 
 /** The object store the settings select, and the bucket to use in it. */
 export function createObjectStore(settings: StoreSettings): {
@@ -43,8 +52,9 @@ export function createObjectStore(settings: StoreSettings): {
 }
 
 /**
- * Everything archiving needs, wired to a contents manager: the store, the journal and the queue,
- * subscribed to notebook saves.
+ * Everything archiving needs, wired to a contents manager and its root: the store, the journal,
+ * the queue, the index, the intake, and the sources of changes (the manager's own saves, renames
+ * and deletes; Jupyter's event bus; a file-system watcher; the reconciliation scan).
  */
 export class Archiving {
   private constructor(
@@ -52,19 +62,21 @@ export class Archiving {
     readonly store: IObjectStore,
     readonly bucket: string,
     readonly queue: ArchiveQueue | null,
-    private readonly _log: Logger
+    private readonly _log: Logger,
+    private readonly _observers: Archiving.IObservers | null
   ) {}
 
   /**
-   * Build the store and, when archiving is configured, start the queue (replaying its journal)
-   * and subscribe it to the manager's notebook saves: each save waits until its record is
-   * journalled.
+   * Build the store and, when archiving is configured, start the queue (replaying its journal),
+   * subscribe the intake to the manager's saves (each save waits until its record is journalled),
+   * renames and deletes, start the watcher and the event subscription, and begin the first scan
+   * (in the background: the gateway does not wait for it).
    */
   static async start(
     settings: StoreSettings,
     manager: ContentsManager,
     log: Logger,
-    options: { backoff?: { baseMs?: number; capMs?: number } } = {}
+    options: Archiving.IStartOptions = {}
   ): Promise<Archiving> {
     const { store, bucket } = createObjectStore(settings);
     const configured = validateStoreSettings(settings);
@@ -72,30 +84,91 @@ export class Archiving {
       { settings: redactSettings(settings), store: store.description, bucket },
       'object storage'
     );
-    let queue: ArchiveQueue | null = null;
-    if (configured.features.archive_valid) {
-      queue = new ArchiveQueue({
-        store,
-        bucket,
-        prefix: settings.workspace_prefix,
-        journal: new ArchiveJournal(settings.journal_dir),
-        maxThreads: settings.max_threads,
-        log: log.child({ component: 'archive' }),
-        backoff: { capMs: settings.archive_retry_max_seconds * 1000, ...options.backoff }
-      });
-      await queue.start();
-      const active = queue;
-      manager.addSaveHook(event =>
-        event.type === 'notebook' ? active.enqueue(event.path, event.bytes) : Promise.resolve()
-      );
-      log.info(
-        { to: `${bucket}/${settings.workspace_prefix}`, store: store.description },
-        'archiving every notebook save'
-      );
-    } else {
+    if (!configured.features.archive_valid) {
       log.warn({ reason: configured.reasons.archive_valid }, 'archiving is off');
+      return new Archiving(settings, store, bucket, null, log, null);
     }
-    return new Archiving(settings, store, bucket, queue, log);
+    const archiveLog = log.child({ component: 'archive' });
+    const rootDir = manager.rootDir;
+    const index = await ArchiveIndex.open({
+      dir: settings.journal_dir,
+      identity: { rootDir, store: store.description, bucket, prefix: settings.workspace_prefix }
+    });
+    const filter = new ArchiveFilter({
+      include: settings.archive_include,
+      exclude: settings.archive_exclude
+    });
+    let intake: ArchiveIntake | undefined;
+    const queue = new ArchiveQueue({
+      store,
+      bucket,
+      prefix: settings.workspace_prefix,
+      journal: new ArchiveJournal(settings.journal_dir),
+      maxThreads: settings.max_threads,
+      log: archiveLog,
+      backoff: { capMs: settings.archive_retry_max_seconds * 1000, ...options.backoff },
+      onArchived: (entry, versionId, attachment) =>
+        intake?.archived(entry, versionId, attachment)
+    });
+    intake = new ArchiveIntake({
+      rootDir,
+      filter,
+      queue,
+      index,
+      log: archiveLog,
+      ...options.intake
+    });
+    const active = intake;
+    active.replayed(await queue.start());
+    const scan = new ReconciliationScan({
+      rootDir,
+      filter,
+      intake: active,
+      log: archiveLog,
+      intervalSeconds: settings.archive_scan_interval_seconds,
+      concurrency: settings.max_threads
+    });
+    active.subtreeScanner = (apiPath, source) => scan.runSubtree(apiPath, source);
+    active.rescanner = reason => void scan.run(reason);
+
+    manager.addSaveHook(event => active.saved(event.path, event.bytes));
+    manager.onChanged(change => {
+      if (change.action === 'rename') active.renamed(change.from, change.to, 'gateway');
+      else active.removed(change.path, 'gateway');
+    });
+
+    // Watch before the first scan, so that nothing written meanwhile falls between the two.
+    const watcher = new FileSystemWatcher({
+      rootDir,
+      enabled: settings.archive_watch,
+      sink: active,
+      log: archiveLog
+    });
+    await watcher.start();
+    const events = options.upstream
+      ? new JupyterEventSource({
+          upstream: options.upstream.address,
+          baseUrl: options.upstream.baseUrl,
+          token: options.upstream.token,
+          sink: active,
+          log: archiveLog
+        })
+      : null;
+    events?.start();
+
+    const observers: Archiving.IObservers = { index, intake: active, scan, watcher, events };
+    const archiving = new Archiving(settings, store, bucket, queue, log, observers);
+    archiving._firstScan = archiving._startScanning(index, active, scan);
+    log.info(
+      {
+        to: `${bucket}/${settings.workspace_prefix}`,
+        store: store.description,
+        watcher: watcher.status().mode,
+        scanIntervalSeconds: settings.archive_scan_interval_seconds
+      },
+      'archiving every change to the notebooks under the root'
+    );
+    return archiving;
   }
 
   /** Feature validation with what only the running queue knows (the bucket check). */
@@ -106,17 +179,124 @@ export class Archiving {
     });
   }
 
+  /** Per source counts and how other writers are observed; null when archiving is off. */
+  observation(): { sources: SourceCounts; observation: ArchiveObservation } | null {
+    if (!this._observers) return null;
+    const { intake, scan, watcher, events } = this._observers;
+    const watched = watcher.status();
+    const scanned = scan.status();
+    const subscription = events?.status();
+    return {
+      sources: intake.counts(),
+      observation: {
+        watcher: { mode: watched.mode, reason: watched.reason },
+        blind_spots: watched.blindSpots.map(spot => ({ path: spot.path, reason: spot.reason })),
+        events: subscription
+          ? { connected: subscription.connected, reason: subscription.reason }
+          : { connected: false, reason: 'no upstream Jupyter Server to subscribe to' },
+        scan: {
+          interval_seconds: scanned.intervalSeconds,
+          running: scanned.running,
+          last_completed_at: scanned.lastCompletedAt,
+          last_duration_seconds: scanned.lastDurationSeconds,
+          last_file_count: scanned.lastFileCount
+        }
+      }
+    };
+  }
+
+  /** The first scan's completion (for tests and benchmarks); resolved when archiving is off. */
+  firstScan(): Promise<void> {
+    return this._firstScan;
+  }
+
+  /** Run a full scan now; resolves when its differences are queued. */
+  scanNow(reason = 'asked for'): Promise<void> {
+    return this._observers?.scan.run(reason) ?? Promise.resolve();
+  }
+
+  /** Wait until every change seen so far is queued (not yet archived). */
+  async settled(timeoutMs = 30_000): Promise<boolean> {
+    return (await this._observers?.intake.idle(timeoutMs)) ?? true;
+  }
+
   /**
-   * Let in-flight archives finish for at most `timeoutMs`, then close; whatever is still
-   * pending stays in the journal for the next start.
+   * Stop the sources, let in-flight archives finish for at most `timeoutMs`, then close;
+   * whatever is still pending stays in the journal for the next start.
    */
   async close(timeoutMs = 5000): Promise<void> {
-    if (this.queue) {
-      const left = await this.queue.flush(timeoutMs);
-      if (left > 0)
-        this._log.warn({ pending: left }, 'archives left in the journal for the next start');
-      await this.queue.close();
+    if (this._observers) {
+      const { watcher, events, scan, intake, index } = this._observers;
+      await Promise.all([watcher.close(), events?.close(), scan.close()]);
+      await intake.idle(Math.min(timeoutMs, 2000));
+      intake.close();
+      if (this.queue) {
+        const left = await this.queue.flush(timeoutMs);
+        if (left > 0)
+          this._log.warn({ pending: left }, 'archives left in the journal for the next start');
+        await this.queue.close();
+      }
+      await index.close().catch((error: unknown) => {
+        this._log.warn({ err: (error as Error).message }, 'the archive index could not be saved');
+      });
     }
     await this.store.close();
+  }
+
+  /**
+   * Rebuild a lost index from a listing of the bucket, then scan the root once and every
+   * interval after.
+   */
+  private async _startScanning(
+    index: ArchiveIndex,
+    intake: ArchiveIntake,
+    scan: ReconciliationScan
+  ): Promise<void> {
+    if (!index.found) {
+      try {
+        const prefix = objectKey(this.settings.workspace_prefix) + '/';
+        const latest = new Map<string, { etag?: string; size: number }>();
+        for await (const object of this.store.listLatest(this.bucket, prefix)) {
+          latest.set(object.key.slice(prefix.length), { etag: object.etag, size: object.size });
+        }
+        intake.useRemoteListing(latest);
+        if (latest.size > 0) {
+          this._log.info({ objects: latest.size }, 'rebuilding the archive index from the bucket');
+        }
+      } catch (error) {
+        this._log.warn(
+          { err: (error as Error).message },
+          'the bucket could not be listed to rebuild the archive index; uploads compare with the latest object instead'
+        );
+      }
+    }
+    try {
+      await scan.run('start-up');
+    } catch (error) {
+      this._log.error({ err: (error as Error).message }, 'the start-up scan failed');
+    }
+    scan.startTimer();
+  }
+
+  private _firstScan: Promise<void> = Promise.resolve();
+}
+
+export namespace Archiving {
+  export interface IStartOptions {
+    /** Retry delays of the queue (tests shorten them). */
+    backoff?: { baseMs?: number; capMs?: number };
+    /** The upstream Jupyter Server whose `contents_service` events to follow. */
+    upstream?: { address: UpstreamAddress; baseUrl: string; token: string | null };
+    /** Intake timings (tests shorten them). */
+    intake?: Partial<Pick<ArchiveIntake.IOptions, 'settleMs' | 'maxSettleMs' | 'renameWindowMs'>>;
+  }
+
+  /** The parts that observe writers other than the gateway. */
+  export interface IObservers {
+    index: ArchiveIndex;
+    intake: ArchiveIntake;
+    scan: ReconciliationScan;
+    watcher: FileSystemWatcher;
+    events: JupyterEventSource | null;
   }
 }

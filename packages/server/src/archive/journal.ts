@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { writeFileAtomic } from '../contents/fileio';
+import type { ChangeSource } from './sources/changes';
 
 /** What the journal keeps about one save waiting to be archived. */
 export interface IJournalEntry {
@@ -15,6 +16,38 @@ export interface IJournalEntry {
   readonly sha256: string;
   /** Unique id of this save, stored with the object so that a replay can tell it already arrived. */
   readonly saveId: string;
+  /**
+   * `put` archives the content as a new version (the default, and all that journals written
+   * before deletes were archived hold); `delete` puts a delete marker on the path's key.
+   */
+  readonly action?: JournalAction;
+  /** For a put that follows a rename: the path the content was archived under before. */
+  readonly renamedFrom?: string;
+  /** Who wrote the change, for the object's metadata and the status counts. */
+  readonly source?: ChangeSource;
+  /**
+   * The archive may already hold exactly this content as the key's latest version (the index
+   * was not saved at a clean stop): compare before uploading, so nothing is archived twice.
+   */
+  readonly checkLatest?: boolean;
+}
+
+/** What a journal record asks of the object store. */
+export type JournalAction = 'put' | 'delete';
+
+/** What a record says besides its path and bytes. */
+export interface IAppendOptions {
+  readonly action?: JournalAction;
+  readonly renamedFrom?: string;
+  readonly source?: ChangeSource;
+  readonly checkLatest?: boolean;
+  /**
+   * False skips the fsyncs (the rename stays all-or-nothing): for changes observed on disk,
+   * whose bytes a scan finds again after a power cut; the gateway's own saves are always durable.
+   */
+  readonly durable?: boolean;
+  /** When the change was seen (ms since the epoch); default now. */
+  readonly queuedAt?: number;
 }
 
 /** An entry with the bytes it archives. */
@@ -62,18 +95,29 @@ export class ArchiveJournal {
     return records;
   }
 
-  /** Record a save durably; resolves once it would survive a crash or a power cut. */
-  async append(apiPath: string, content: Buffer, queuedAt = Date.now()): Promise<IJournalRecord> {
+  /**
+   * Record a change; resolves once it would survive a crash (and, unless `durable` is false, a
+   * power cut).
+   */
+  async append(
+    apiPath: string,
+    content: Buffer,
+    options: IAppendOptions = {}
+  ): Promise<IJournalRecord> {
     const seq = this._nextSeq++;
     const entry: IJournalEntry = {
       seq,
       path: apiPath,
-      queuedAt,
+      queuedAt: options.queuedAt ?? Date.now(),
       sha256: createHash('sha256').update(content).digest('hex'),
-      saveId: `${this._runId}-${seq}`
+      saveId: `${this._runId}-${seq}`,
+      ...(options.action && options.action !== 'put' ? { action: options.action } : {}),
+      ...(options.renamedFrom !== undefined ? { renamedFrom: options.renamedFrom } : {}),
+      ...(options.source ? { source: options.source } : {}),
+      ...(options.checkLatest ? { checkLatest: true } : {})
     };
     const header = Buffer.from(`${JSON.stringify(entry)}\n`, 'utf8');
-    await writeFileAtomic(this._file(seq), [header, content]);
+    await writeFileAtomic(this._file(seq), [header, content], { durable: options.durable });
     this._highestSeq = Math.max(this._highestSeq, seq);
     return { ...entry, content };
   }

@@ -2,7 +2,7 @@ import pLimit from 'p-limit';
 import type { Logger } from '../gateway/logger';
 import { objectKey } from '../storage/keys';
 import { ObjectStoreError, type IObjectStore } from '../storage/objectStore';
-import type { ArchiveJournal, IJournalRecord } from './journal';
+import type { ArchiveJournal, IAppendOptions, IJournalEntry, IJournalRecord } from './journal';
 
 /**
  * The specification's archive record: the notebook's path, the bytes to archive, and how long
@@ -60,29 +60,52 @@ export class ArchiveQueue {
     this._log = options.log;
     this._limit = pLimit(options.maxThreads);
     this._backoff = { baseMs: 250, capMs: 30_000, ...options.backoff };
+    this._onArchived = options.onArchived;
   }
 
   /**
    * Take the journal, check the bucket, and queue the records left by earlier runs.
+   *
+   * @returns those records, in journal order, so that the caller knows what is still on its way.
    */
-  async start(): Promise<void> {
+  async start(): Promise<readonly IJournalEntry[]> {
     const left = await this._journal.open();
     if (left.length > 0) {
       this._log.info({ pending: left.length }, 'replaying archives left by an earlier run');
     }
     void this._checkStorage();
     for (const record of left) this._schedule(record, true);
+    return left.map(({ content: _content, ...entry }) => entry);
   }
 
   /**
-   * Journal a save and queue it; resolves once the journal holds it durably.
+   * Journal a change and queue it; resolves once the journal holds it (durably, unless
+   * `options.durable` is false).
    *
    * @throws when the journal cannot be written: the caller must not report the save as safe.
    */
-  async enqueue(apiPath: string, content: Buffer): Promise<void> {
+  async enqueue(
+    apiPath: string,
+    content: Buffer,
+    options: IAppendOptions = {},
+    attachment?: unknown
+  ): Promise<IJournalEntry> {
     if (this._closed) throw new Error('the archive queue is closed');
-    const record = await this._journal.append(apiPath, content);
+    const record = await this._journal.append(apiPath, content, options);
+    if (attachment !== undefined) this._attachments.set(record.seq, attachment);
     this._schedule(record, false);
+    const { content: _content, ...entry } = record;
+    return entry;
+  }
+
+  /**
+   * Wait until fewer than `maxPending` records are pending, so that a bulk producer (a scan of a
+   * root full of new notebooks) holds a bounded number of files in memory.
+   */
+  async waitForRoom(maxPending: number): Promise<void> {
+    while (!this._closed && this._pending.size >= maxPending) {
+      await new Promise<void>(resolve => this._roomWaiters.add(resolve));
+    }
   }
 
   /** The current state, for feature detection and the status bar. */
@@ -125,6 +148,7 @@ export class ArchiveQueue {
   async close(): Promise<void> {
     this._closed = true;
     this._wake();
+    this._signalRoom();
     await this._journal.close();
   }
 
@@ -152,6 +176,11 @@ export class ArchiveQueue {
         this._lastError = null;
         const at = new Date().toISOString();
         this._lastArchived.set(record.path, { versionId, at });
+        const { content: _content, ...entry } = record;
+        const attachment = this._attachments.get(record.seq);
+        this._attachments.delete(record.seq);
+        this._signalRoom();
+        this._onArchived?.(entry, versionId, attachment);
         return;
       } catch (error) {
         const failure = toStoreError(error);
@@ -175,6 +204,8 @@ export class ArchiveQueue {
             `this save cannot be archived and stays in the journal: ${failure.message}`
           );
           this._pending.delete(record.seq);
+          this._attachments.delete(record.seq);
+          this._signalRoom();
           return;
         }
         const delay = this._delay(attempt);
@@ -189,22 +220,44 @@ export class ArchiveQueue {
 
   private async _upload(record: IJournalRecord, mayExistAlready: boolean): Promise<string | null> {
     const key = objectKey(this._prefix, record.path);
-    if (mayExistAlready) {
+    if (mayExistAlready || record.checkLatest) {
       const existing = await this._store.head(this._bucket, key).catch((error: unknown) => {
         if (error instanceof ObjectStoreError && error.kind === 'not-found') return undefined;
         throw error;
       });
-      if (existing?.metadata['save-id'] === record.saveId) return existing.versionId;
+      if (record.action === 'delete') {
+        // Already deleted (or never archived): another marker would add nothing.
+        if (existing === undefined) return null;
+      } else if (
+        existing?.metadata['save-id'] === record.saveId ||
+        (record.checkLatest && existing?.metadata.sha256 === record.sha256)
+      ) {
+        return existing.versionId;
+      }
     }
     const startedAt = Date.now();
+    if (record.action === 'delete') {
+      const result = await this._store.deleteObject(this._bucket, key);
+      this._log.debug(
+        { path: record.path, versionId: result.versionId, uploadMs: Date.now() - startedAt },
+        'delete marker archived'
+      );
+      return result.versionId;
+    }
     const archiveRecord: IArchiveRecord = {
       filepath: record.path,
       content: record.content,
       queued_time: startedAt - record.queuedAt
     };
+    const metadata: Record<string, string> = { 'save-id': record.saveId, sha256: record.sha256 };
+    if (record.source) metadata.writer = record.source;
+    // Metadata must be printable ASCII on every S3 server: the old path is percent-encoded.
+    if (record.renamedFrom !== undefined) {
+      metadata['renamed-from'] = encodeURIComponent(record.renamedFrom);
+    }
     const result = await this._store.put(this._bucket, key, archiveRecord.content, {
       contentType: 'application/x-ipynb+json',
-      metadata: { 'save-id': record.saveId, sha256: record.sha256 }
+      metadata
     });
     this._log.debug(
       {
@@ -266,6 +319,12 @@ export class ArchiveQueue {
     }
   }
 
+  private _signalRoom(): void {
+    const waiters = [...this._roomWaiters];
+    this._roomWaiters.clear();
+    for (const resolve of waiters) resolve();
+  }
+
   /** Wake uploads waiting for storage, and cut short every backoff sleep. */
   private _wake(): void {
     const waiters = [...this._waiters];
@@ -299,11 +358,15 @@ export class ArchiveQueue {
   private readonly _log: Logger;
   private readonly _limit: ReturnType<typeof pLimit>;
   private readonly _backoff: { baseMs: number; capMs: number };
+  private readonly _onArchived: ArchiveQueue.IOptions['onArchived'];
   /** The specification's `path_locks`: the tail of each path's chain of archives. */
   private readonly _pathLocks = new Map<string, Promise<void>>();
   private readonly _pending = new Map<number, IJournalRecord>();
   private readonly _lastArchived = new Map<string, { versionId: string | null; at: string }>();
   private readonly _waiters = new Set<() => void>();
+  private readonly _roomWaiters = new Set<() => void>();
+  /** What the producer of each pending record asked to get back with its confirmation. */
+  private readonly _attachments = new Map<number, unknown>();
   private _storage: { ok: boolean; reason?: string; checkedAt?: string } = {
     ok: false,
     reason: 'the bucket has not been checked yet'
@@ -326,6 +389,11 @@ export namespace ArchiveQueue {
     log: Logger;
     /** Retry delays: the first bound and the cap (ms); default 250 ms and 30 s. */
     backoff?: { baseMs?: number; capMs?: number };
+    /**
+     * Called once per record the object store confirmed, with the version (or delete marker)
+     * id, before the next record of the same path starts. Must not throw.
+     */
+    onArchived?: (record: IJournalEntry, versionId: string | null, attachment: unknown) => void;
   }
 }
 

@@ -191,7 +191,7 @@ export async function runLab(argv: readonly string[]): Promise<void> {
       log
     });
     return jupyterProcess.address;
-  });
+  }, token);
   if (!gateway || !jupyterProcess) {
     fs.rmSync(shimDir, { recursive: true, force: true });
     process.exitCode = 1;
@@ -232,7 +232,12 @@ export async function runServe(argv: readonly string[]): Promise<void> {
     throw new UsageError(`--upstream: ${(error as Error).message}`);
   }
   const log = createLogger({ level: common.logLevel });
-  const gateway = await startGateway(common, log, () => Promise.resolve(upstream));
+  const gateway = await startGateway(
+    common,
+    log,
+    () => Promise.resolve(upstream),
+    (values.token as string | undefined) ?? process.env.JUPYTER_TOKEN ?? null
+  );
   if (!gateway) {
     process.exitCode = 1;
     return;
@@ -322,7 +327,8 @@ function commonSettings(
 async function startGateway(
   common: ICommonSettings,
   log: Logger,
-  startUpstream: () => Promise<UpstreamAddress>
+  startUpstream: () => Promise<UpstreamAddress>,
+  upstreamToken: string | null
 ): Promise<Gateway | null> {
   try {
     await checkAddressFree(common.ip, common.port);
@@ -350,7 +356,9 @@ async function startGateway(
     log
   });
   try {
-    const archiving = await Archiving.start(common.store, gateway.manager, log);
+    const archiving = await Archiving.start(common.store, gateway.manager, log, {
+      upstream: { address: upstream, baseUrl: common.baseUrl, token: upstreamToken }
+    });
     gateway.onShutdown(() => archiving.close());
     gateway.mount(
       'api/store',

@@ -48,6 +48,14 @@ export type SaveListener = (event: ISavedEvent) => void;
  */
 export type AwaitedSaveHook = (event: ISavedEvent) => Promise<void>;
 
+/**
+ * A rename or delete the manager performed (saves, copies and uploads are save events). Listeners
+ * run after the change is done and must not throw or block.
+ */
+export type ContentsChange =
+  | { readonly action: 'rename'; readonly from: string; readonly to: string }
+  | { readonly action: 'delete'; readonly path: string };
+
 /** Options of a save or create call. */
 export interface ISaveRequest {
   type?: string | null;
@@ -88,6 +96,12 @@ export class ContentsManager {
   onSaved(listener: SaveListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Subscribe to renames and deletes; returns a function that unsubscribes. */
+  onChanged(listener: (change: ContentsChange) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
   }
 
   /** Add a save hook that every save waits for; returns a function that removes it. */
@@ -390,6 +404,7 @@ export class ContentsManager {
         } else throw toHttpError(error, from, 'renaming');
       }
       await this.checkpoints.renameAll(from, to);
+      this.emitChanged({ action: 'rename', from, to });
     }
     return this.get(to, { content: false });
   }
@@ -427,6 +442,7 @@ export class ContentsManager {
       throw toHttpError(error, normalized, 'deleting');
     }
     await this.checkpoints.deleteAll(normalized);
+    this.emitChanged({ action: 'delete', path: normalized });
   }
 
   /** Create a checkpoint of a file. */
@@ -701,6 +717,16 @@ export class ContentsManager {
     }
   }
 
+  private emitChanged(change: ContentsChange): void {
+    for (const listener of this.changeListeners) {
+      try {
+        listener(change);
+      } catch {
+        // As for saves: a listener never fails what the user already did.
+      }
+    }
+  }
+
   private readonly resolver: RootResolver;
   private readonly checkpoints: FileCheckpoints;
   private readonly notary: NotebookNotary | undefined;
@@ -712,6 +738,7 @@ export class ContentsManager {
   private readonly shouldHide: (name: string) => boolean;
   private readonly listeners = new Set<SaveListener>();
   private readonly hooks = new Set<AwaitedSaveHook>();
+  private readonly changeListeners = new Set<(change: ContentsChange) => void>();
   private readonly saveLocks = new Map<string, Promise<void>>();
   private readonly log: (message: string) => void;
 }

@@ -26,6 +26,28 @@ function integerSetting(min: number, max: number) {
   );
 }
 
+/**
+ * A list of glob patterns: a JSON array in a config file, or (from a command line or the
+ * environment) a JSON array string or a comma-separated list.
+ */
+const patternList = z.preprocess(
+  value => {
+    if (typeof value !== 'string') return value;
+    const text = value.trim();
+    if (text.startsWith('[')) {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        return value;
+      }
+    }
+    return text === '' ? [] : text.split(',').map(part => part.trim());
+  },
+  z.array(z.string().min(1, { error: 'a pattern must not be empty' }), {
+    error: 'must be a list of glob patterns (a JSON array, or comma-separated)'
+  })
+);
+
 const absoluteOrEmpty = (what: string) =>
   z.string().refine(value => value === '' || path.isAbsolute(value), {
     error: `must be an absolute path (or empty to turn ${what} off)`
@@ -74,7 +96,18 @@ export const StoreSettingsSchema = z
     /** Ours: how long one object-storage request may take before it counts as failed. */
     object_timeout_seconds: integerSetting(1, 3600).default(30),
     /** Ours: the longest wait between two attempts to archive a save (backoff cap). */
-    archive_retry_max_seconds: integerSetting(1, 3600).default(30)
+    archive_retry_max_seconds: integerSetting(1, 3600).default(30),
+    /**
+     * Ours: how often the whole root is compared with the archive index (a scan also runs at
+     * start-up). It catches what a watcher cannot see: network file systems, overflows.
+     */
+    archive_scan_interval_seconds: integerSetting(1, 86_400).default(60),
+    /** Ours: watch the root for writes by kernels, terminals and git (inotify); off: scan only. */
+    archive_watch: booleanSetting.default(true),
+    /** Ours: the files archived, as globs of API paths; notebooks by default. */
+    archive_include: patternList.default(['**/*.ipynb']),
+    /** Ours: files and folders never archived, as globs (hidden paths never are). */
+    archive_exclude: patternList.default([])
   })
   .strict()
   .superRefine((settings, context) => {

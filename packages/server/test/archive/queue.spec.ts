@@ -5,87 +5,8 @@ import { Writable } from 'node:stream';
 import { ArchiveJournal } from '../../src/archive/journal';
 import { ArchiveQueue } from '../../src/archive/queue';
 import { createLogger } from '../../src/gateway/logger';
-import {
-  ObjectStoreError,
-  type IObjectStore,
-  type IObjectVersion
-} from '../../src/storage/objectStore';
-
-/** An in-memory versioned store whose next calls can be made to fail. */
-class FakeStore implements IObjectStore {
-  readonly description = 'fake';
-  readonly versions = new Map<
-    string,
-    Array<{ id: string; body: Buffer; metadata: Record<string, string> }>
-  >();
-  /** Errors thrown by the next put calls, in order. */
-  failPuts: ObjectStoreError[] = [];
-  /** When set, every call fails with it. */
-  down: ObjectStoreError | undefined;
-  /** When set, puts succeed on the server but the caller sees this error (a lost answer). */
-  loseNextAnswer: ObjectStoreError | undefined;
-  bucketVersioning: 'Enabled' | 'Suspended' | 'Disabled' = 'Enabled';
-  puts = 0;
-  active = 0;
-  maxActive = 0;
-  private counter = 0;
-
-  async put(
-    _bucket: string,
-    key: string,
-    body: Buffer,
-    options?: { metadata?: Record<string, string> }
-  ) {
-    this.puts++;
-    this.active++;
-    this.maxActive = Math.max(this.maxActive, this.active);
-    try {
-      await new Promise(resolve => setTimeout(resolve, 2));
-      if (this.down) throw this.down;
-      const failure = this.failPuts.shift();
-      if (failure) throw failure;
-      const id = `v${++this.counter}`;
-      const list = this.versions.get(key) ?? [];
-      list.push({ id, body: Buffer.from(body), metadata: { ...options?.metadata } });
-      this.versions.set(key, list);
-      if (this.loseNextAnswer) {
-        const lost = this.loseNextAnswer;
-        this.loseNextAnswer = undefined;
-        throw lost;
-      }
-      return { versionId: id };
-    } finally {
-      this.active--;
-    }
-  }
-
-  async get(): Promise<never> {
-    throw new Error('not used');
-  }
-
-  async head(_bucket: string, key: string) {
-    if (this.down) throw this.down;
-    const latest = this.versions.get(key)?.at(-1);
-    if (!latest) throw new ObjectStoreError('not-found', 'no such key', 'NoSuchKey');
-    return {
-      versionId: latest.id,
-      size: latest.body.length,
-      lastModified: null,
-      metadata: latest.metadata
-    };
-  }
-
-  async listVersions(): Promise<IObjectVersion[]> {
-    return [];
-  }
-
-  async checkBucket() {
-    if (this.down) throw this.down;
-    return { versioning: this.bucketVersioning };
-  }
-
-  async close(): Promise<void> {}
-}
+import { ObjectStoreError } from '../../src/storage/objectStore';
+import { FakeStore } from '../support/fakeStore';
 
 const unavailable = () => new ObjectStoreError('unavailable', 'connection refused', 'ECONNREFUSED');
 const denied = () =>

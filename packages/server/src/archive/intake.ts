@@ -1,0 +1,658 @@
+import { createHash } from 'node:crypto';
+import type { Stats } from 'node:fs';
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import type { Logger } from '../gateway/logger';
+import { fileStat, RACY_WINDOW_MS, sameStat, type ArchiveIndex, type IFileStat } from './archiveIndex';
+import type { ArchiveFilter } from './filter';
+import type { IJournalEntry } from './journal';
+import type { ArchiveQueue } from './queue';
+import { CHANGE_SOURCES, type ChangeSource, type IChangeSink } from './sources/changes';
+
+/** Per source: changes reported, and versions (or delete markers) they produced. */
+export type SourceCounts = Record<ChangeSource, { seen: number; archived: number }>;
+
+/**
+ * The one door into the archive. Every source reports here; per path, the intake settles the
+ * file, reads it, and queues its bytes unless they equal the newest content already queued or
+ * archived for that path.
+ *
+ * #### Notes
+ * - **Order.** Per path, looks run one at a time (a look asked for while one waits is merged
+ *   into it), and journal appends run one at a time in the order they were decided, so the
+ *   queue archives a path's states in the order they were on disk.
+ * - **The gateway's saves** come with their bytes and are journalled durably before the save
+ *   is answered, with no settling. A look that read the file before such a save but decides
+ *   after it is thrown away and run again, so it cannot queue older bytes after newer ones.
+ * - **Settling.** A file is read once its mtime is `settleMs` old and Jupyter's `.~name`
+ *   atomic-writing copy is gone (Jupyter rewrites the target in place, so a reader could see
+ *   half a file), and again if its stat changed while it was read. After `maxSettleMs` of
+ *   constant change it is read as it is. The bytes are archived as they are, valid JSON or not.
+ * - **Unchanged content** is never queued twice in a row for a path (the gateway's saves
+ *   included), so an unchanged Ctrl+S, a touch or a rewrite with the same bytes adds no version.
+ * - **Renames.** A rename reported as one (the gateway's, Jupyter's event) archives the file
+ *   under its new key with `renamed-from` metadata, then puts a delete marker on the old key.
+ *   A delete is held for `renameWindowMs` (or until the scan that found it ends): if a new path
+ *   turns up with the deleted path's content meanwhile, the pair is recorded as a rename.
+ * - **Memory.** Bulk producers (the scan) wait for room in the queue before reading, so a root
+ *   full of new notebooks is archived with a bounded number of files in memory.
+ */
+export class ArchiveIntake implements IChangeSink {
+  constructor(options: ArchiveIntake.IOptions) {
+    this._rootDir = options.rootDir;
+    this._filter = options.filter;
+    this._queue = options.queue;
+    this._index = options.index;
+    this._log = options.log;
+    this._settleMs = options.settleMs ?? 200;
+    this._maxSettleMs = options.maxSettleMs ?? 10_000;
+    this._renameWindowMs = options.renameWindowMs ?? 1500;
+    this._maxPendingForBulk = options.maxPendingForBulk ?? 64;
+    for (const apiPath of this._index.paths()) {
+      const entry = this._index.get(apiPath)!;
+      this._known.set(apiPath, {
+        sha256: entry.sha256,
+        stat: entry.stat,
+        racy: entry.racy,
+        archived: true,
+        durable: true
+      });
+    }
+  }
+
+  /**
+   * Take account of the records an earlier run left in the journal: they are the newest
+   * content of their paths until they arrive.
+   */
+  replayed(entries: readonly IJournalEntry[]): void {
+    for (const entry of entries) {
+      if (entry.action === 'delete') this._known.delete(entry.path);
+      else {
+        this._known.set(entry.path, {
+          sha256: entry.sha256,
+          stat: undefined,
+          racy: true,
+          archived: false,
+          durable: true
+        });
+      }
+    }
+  }
+
+  /**
+   * The latest objects of the bucket, for an index that was lost: a file whose MD5 and size
+   * match its key's latest object is recorded as archived instead of being uploaded again.
+   */
+  useRemoteListing(latest: ReadonlyMap<string, { etag?: string; size: number }>): void {
+    this._remote = latest;
+  }
+
+  /** Stop using the bucket listing (after the first complete scan). */
+  forgetRemoteListing(): void {
+    this._remote = undefined;
+  }
+
+  /** Where a directory's subtree is looked at (the scan), set once both exist. */
+  set subtreeScanner(scan: (apiPath: string, source: ChangeSource) => Promise<void>) {
+    this._scanSubtree = (apiPath, source) => this._track(scan(apiPath, source));
+  }
+
+  /** Where a rescan is asked for. */
+  set rescanner(rescan: (reason: string, source: ChangeSource) => void) {
+    this._rescan = rescan;
+  }
+
+  /**
+   * The gateway's own save: bytes in hand, already on disk. Resolves once they are journalled
+   * durably (or found equal to what is already journalled durably or archived).
+   */
+  async saved(apiPath: string, bytes: Buffer, source: ChangeSource = 'gateway'): Promise<void> {
+    this._counts[source].seen++;
+    if (!this._filter.covers(apiPath)) return;
+    const sha256 = hash(bytes);
+    this._bumpGeneration(apiPath);
+    this._cancelPendingDelete(apiPath);
+    const known = this._known.get(apiPath);
+    const holder: Private.IStatHolder = { stat: undefined, racy: true };
+    // Fill in the stat for the index, without delaying the journal.
+    const statRead = fs.lstat(this._osPath(apiPath)).then(
+      stats => this._fillStat(apiPath, sha256, holder, stats),
+      () => undefined
+    );
+    if (known?.sha256 === sha256 && (known.archived || known.durable)) {
+      await statRead;
+      return;
+    }
+    // Same bytes queued by a look, but not durably: journal them durably, compared with the
+    // latest object before upload so that the bucket gets them once.
+    const checkLatest = known?.sha256 === sha256 || this._index.isUnconfirmed(apiPath);
+    this._known.set(apiPath, {
+      sha256,
+      stat: undefined,
+      racy: true,
+      archived: false,
+      durable: true
+    });
+    await Promise.all([
+      this._enqueue(apiPath, bytes, { source, durable: true, checkLatest }, holder),
+      statRead
+    ]);
+  }
+
+  changed(apiPath: string, source: ChangeSource): void {
+    this._counts[source].seen++;
+    if (!this._isInRoot(apiPath)) return;
+    void this.look(apiPath, source);
+  }
+
+  removed(apiPath: string, source: ChangeSource): void {
+    this._counts[source].seen++;
+    for (const gone of this._knownAt(apiPath)) this._holdDelete(gone, source, false);
+  }
+
+  renamed(from: string, to: string, source: ChangeSource): void {
+    this._counts[source].seen++;
+    if (!this._isInRoot(from) || !this._isInRoot(to) || from === to) return;
+    const moves = this._knownAt(from).map(old => ({ old, now: to + old.slice(from.length) }));
+    for (const { old, now } of moves) {
+      this._cancelPendingDelete(old);
+      const known = this._known.get(old);
+      this._known.delete(old);
+      this._bumpGeneration(old);
+      void this._chainLook(now, async () => {
+        const read = await this._settleAndRead(now);
+        if (read.kind === 'file' && this._filter.covers(now)) {
+          const current = this._known.get(now);
+          if (current?.sha256 !== read.sha256) {
+            this._known.set(now, { ...read.state, archived: false, durable: false });
+            this._enqueue(
+              now,
+              read.bytes,
+              {
+                source,
+                durable: false,
+                renamedFrom: known ? old : undefined,
+                checkLatest: this._index.isUnconfirmed(now)
+              },
+              read.holder
+            );
+          }
+        }
+        this._enqueue(old, Buffer.alloc(0), { source, action: 'delete', durable: false }, undefined);
+      });
+    }
+    // Whatever was not known under the new name (new files moved in) is looked at there.
+    this._scanSubtree?.(to, source);
+  }
+
+  rescan(reason: string, source: ChangeSource): void {
+    this._counts[source].seen++;
+    this._log.info({ source, reason }, 'rescanning the root');
+    this._rescan?.(reason, source);
+  }
+
+  /**
+   * Look at one path now (queued behind the path's earlier looks): a file is settled, read and
+   * queued if it changed; a directory is scanned; a missing file counts as removed.
+   */
+  look(apiPath: string, source: ChangeSource): Promise<void> {
+    const waiting = this._waitingLooks.get(apiPath);
+    if (waiting) return waiting;
+    const run = this._chainLook(apiPath, async () => {
+      this._waitingLooks.delete(apiPath);
+      await this._lookNow(apiPath, source);
+    });
+    this._waitingLooks.set(apiPath, run);
+    return run;
+  }
+
+  /**
+   * Does the file's stat differ from what is known of it (or is the known stat ambiguous)? A
+   * scan reads only the files for which this is true.
+   */
+  needsLook(apiPath: string, stats: IFileStat): boolean {
+    const known = this._known.get(apiPath);
+    return !known || known.racy || !sameStat(known.stat, stats);
+  }
+
+  /** The known (queued or archived) paths at or below an API path. */
+  knownUnder(apiPath: string): string[] {
+    return this._knownAt(apiPath);
+  }
+
+  /**
+   * Hold a delete found by a scan until {@link releaseHeldDeletes}: a new file with its content
+   * found by the same scan turns it into a rename.
+   */
+  holdDeleteUntilReleased(apiPath: string, source: ChangeSource): void {
+    this._counts[source].seen++;
+    this._holdDelete(apiPath, source, true);
+  }
+
+  /** Process the deletes held by a scan. */
+  releaseHeldDeletes(): void {
+    for (const [apiPath, pending] of this._pendingDeletes) {
+      if (pending.timer === undefined) this._startDelete(apiPath, pending.source);
+    }
+  }
+
+  /** Per source, changes seen and archived. */
+  counts(): SourceCounts {
+    return Object.fromEntries(
+      CHANGE_SOURCES.map(source => [source, { ...this._counts[source] }])
+    ) as SourceCounts;
+  }
+
+  /** Called by the queue for every record the object store confirmed. */
+  archived(entry: IJournalEntry, versionId: string | null, attachment: unknown): void {
+    if (entry.source) this._counts[entry.source].archived++;
+    if (entry.action === 'delete') {
+      this._index.delete(entry.path);
+      return;
+    }
+    const holder = attachment as Private.IStatHolder | undefined;
+    const known = this._known.get(entry.path);
+    if (known?.sha256 === entry.sha256) known.archived = true;
+    this._index.set(entry.path, {
+      // An unknown stat never matches, so the next scan reads the file once more.
+      stat: holder?.stat ?? { dev: -1, ino: -1, size: -1, mtimeMs: -1 },
+      sha256: entry.sha256,
+      versionId,
+      racy: holder?.racy ?? true
+    });
+  }
+
+  /** Wait for every look and delete under way (and those they start) to be queued. */
+  async idle(timeoutMs = 30_000): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const busy = [
+        ...this._lookChains.values(),
+        ...this._enqueueChains.values(),
+        ...this._background
+      ];
+      if (busy.length === 0 && this._pendingDeletes.size === 0) return true;
+      // Held deletes wait for timers: give them turns of the event loop.
+      if (busy.length === 0) await sleep(20);
+      else await Promise.race([Promise.allSettled(busy), sleep(50)]);
+    }
+    return false;
+  }
+
+  /** Stop: no new work is started; timers of held deletes are cancelled (the next scan redoes them). */
+  close(): void {
+    this._closed = true;
+    for (const pending of this._pendingDeletes.values()) clearTimeout(pending.timer);
+    this._pendingDeletes.clear();
+  }
+
+  private async _lookNow(apiPath: string, source: ChangeSource): Promise<void> {
+    const generation = this._generation(apiPath);
+    if (source === 'scan') await this._queue.waitForRoom(this._maxPendingForBulk);
+    const read = await this._settleAndRead(apiPath);
+    if (this._closed) return;
+    if (read.kind === 'directory') {
+      this._scanSubtree?.(apiPath, source);
+      return;
+    }
+    if (read.kind === 'missing') {
+      for (const gone of this._knownAt(apiPath)) this._holdDelete(gone, source, false);
+      return;
+    }
+    if (read.kind !== 'file' || !this._filter.covers(apiPath)) return;
+    if (this._generation(apiPath) !== generation) {
+      // The gateway saved or renamed this path while we read it: look again, after its record.
+      void this.look(apiPath, source);
+      return;
+    }
+    this._cancelPendingDelete(apiPath);
+    const known = this._known.get(apiPath);
+    if (known?.sha256 === read.sha256) {
+      known.stat = read.state.stat;
+      known.racy = read.state.racy;
+      const entry = this._index.get(apiPath);
+      if (entry?.sha256 === read.sha256) {
+        this._index.set(apiPath, { ...entry, stat: read.state.stat!, racy: read.state.racy });
+      }
+      return;
+    }
+    if (!known && this._remote) {
+      const remote = this._remote.get(apiPath);
+      if (
+        remote?.size === read.bytes.length &&
+        remote.etag?.replace(/"/g, '') === createHash('md5').update(read.bytes).digest('hex')
+      ) {
+        this._known.set(apiPath, { ...read.state, archived: true, durable: true });
+        this._index.set(apiPath, {
+          stat: read.state.stat!,
+          sha256: read.sha256,
+          versionId: null,
+          racy: read.state.racy
+        });
+        return;
+      }
+    }
+    const renamedFrom = known ? undefined : this._takePendingDeleteWithContent(read.sha256);
+    this._known.set(apiPath, { ...read.state, archived: false, durable: false });
+    // Without an index nor a listing, the bucket may hold this content already.
+    const checkLatest =
+      this._index.isUnconfirmed(apiPath) || (!known && !this._index.found && !this._remote);
+    this._enqueue(
+      apiPath,
+      read.bytes,
+      { source, durable: false, renamedFrom, checkLatest },
+      read.holder
+    );
+    if (renamedFrom !== undefined) {
+      this._enqueue(
+        renamedFrom,
+        Buffer.alloc(0),
+        { source, action: 'delete', durable: false },
+        undefined
+      );
+    }
+  }
+
+  /** Settle, then read: see the class notes. */
+  private async _settleAndRead(apiPath: string): Promise<Private.ReadResult> {
+    const osPath = this._osPath(apiPath);
+    const deadline = Date.now() + this._maxSettleMs;
+    let previous: Stats | undefined;
+    for (;;) {
+      let stats: Stats;
+      try {
+        stats = await fs.lstat(osPath);
+      } catch {
+        return { kind: 'missing' };
+      }
+      if (stats.isDirectory()) return { kind: 'directory' };
+      // Symlinks are not followed: their target is archived under its own path, if covered.
+      if (!stats.isFile()) return { kind: 'other' };
+      const now = Date.now();
+      const quietFor = now - stats.mtimeMs;
+      // A future mtime (clock skew, extracted archives) cannot age: two equal stats settle it.
+      const quiet =
+        quietFor >= this._settleMs ||
+        (quietFor < 0 && previous !== undefined && sameStat(fileStat(previous), fileStat(stats)));
+      if (now < deadline && (!quiet || (await this._atomicCopyExists(osPath)))) {
+        previous = stats;
+        await sleep(quietFor >= 0 ? Math.max(20, this._settleMs - quietFor) : this._settleMs);
+        continue;
+      }
+      const readAt = Date.now();
+      let bytes: Buffer;
+      try {
+        bytes = await fs.readFile(osPath);
+      } catch {
+        return { kind: 'missing' };
+      }
+      let after: Stats;
+      try {
+        after = await fs.lstat(osPath);
+      } catch {
+        return { kind: 'missing' };
+      }
+      if (!sameStat(fileStat(stats), fileStat(after)) && Date.now() < deadline) {
+        previous = after;
+        continue;
+      }
+      const stat = fileStat(after);
+      const racy = readAt - after.mtimeMs < RACY_WINDOW_MS;
+      const sha256 = hash(bytes);
+      return {
+        kind: 'file',
+        bytes,
+        sha256,
+        state: { sha256, stat, racy },
+        holder: { stat, racy }
+      };
+    }
+  }
+
+  /** Jupyter's `atomic_writing` keeps a `.~<name>` copy while it rewrites the file in place. */
+  private async _atomicCopyExists(osPath: string): Promise<boolean> {
+    try {
+      await fs.lstat(path.join(path.dirname(osPath), `.~${path.basename(osPath)}`));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private _track(work: Promise<void>): void {
+    const tracked = work.catch(() => undefined);
+    this._background.add(tracked);
+    void tracked.then(() => this._background.delete(tracked));
+  }
+
+  private _holdDelete(apiPath: string, source: ChangeSource, untilReleased: boolean): void {
+    if (this._closed || this._pendingDeletes.has(apiPath)) return;
+    const known = this._known.get(apiPath);
+    if (!known) return;
+    const pending: Private.IPendingDelete = { source, sha256: known.sha256, timer: undefined };
+    if (!untilReleased) {
+      pending.timer = setTimeout(() => this._startDelete(apiPath, source), this._renameWindowMs);
+      pending.timer.unref();
+    }
+    this._pendingDeletes.set(apiPath, pending);
+  }
+
+  private _startDelete(apiPath: string, source: ChangeSource): void {
+    const pending = this._pendingDeletes.get(apiPath);
+    if (!pending) return;
+    clearTimeout(pending.timer);
+    this._pendingDeletes.delete(apiPath);
+    void this._chainLook(apiPath, async () => {
+      const read = await this._settleAndRead(apiPath);
+      if (read.kind === 'file') {
+        // It came back (a rewrite by delete and create): an ordinary change.
+        await this._lookNow(apiPath, source);
+        return;
+      }
+      if (!this._known.has(apiPath)) return;
+      this._known.delete(apiPath);
+      this._bumpGeneration(apiPath);
+      this._enqueue(apiPath, Buffer.alloc(0), { source, action: 'delete', durable: false }, undefined);
+    });
+  }
+
+  private _cancelPendingDelete(apiPath: string): void {
+    const pending = this._pendingDeletes.get(apiPath);
+    if (!pending) return;
+    clearTimeout(pending.timer);
+    this._pendingDeletes.delete(apiPath);
+  }
+
+  /** A held delete whose content is `sha256`: the other half of a rename. */
+  private _takePendingDeleteWithContent(sha256: string): string | undefined {
+    for (const [apiPath, pending] of this._pendingDeletes) {
+      if (pending.sha256 !== sha256) continue;
+      clearTimeout(pending.timer);
+      this._pendingDeletes.delete(apiPath);
+      this._known.delete(apiPath);
+      this._bumpGeneration(apiPath);
+      return apiPath;
+    }
+    return undefined;
+  }
+
+  /**
+   * Journal and queue a record behind the path's earlier records. Failures are logged, never
+   * thrown at a source; the gateway's saves await the promise and see them.
+   */
+  private _enqueue(
+    apiPath: string,
+    bytes: Buffer,
+    options: Parameters<ArchiveQueue['enqueue']>[2],
+    holder: Private.IStatHolder | undefined
+  ): Promise<void> {
+    const previous = this._enqueueChains.get(apiPath) ?? Promise.resolve();
+    const current = previous.then(async () => {
+      await this._queue.enqueue(apiPath, bytes, options, holder);
+    });
+    const settled = current.catch((error: unknown) => {
+      this._log.error(
+        { path: apiPath, err: (error as Error).message },
+        'a change could not be journalled; the next scan retries it'
+      );
+      // Forget what was not queued, so that the next look queues it again.
+      const known = this._known.get(apiPath);
+      if (known && !known.archived) this._known.delete(apiPath);
+    });
+    this._enqueueChains.set(apiPath, settled);
+    void settled.then(() => {
+      if (this._enqueueChains.get(apiPath) === settled) this._enqueueChains.delete(apiPath);
+    });
+    return current;
+  }
+
+  private _chainLook(apiPath: string, work: () => Promise<void>): Promise<void> {
+    const previous = this._lookChains.get(apiPath) ?? Promise.resolve();
+    const current = previous.then(work).catch((error: unknown) => {
+      this._log.warn({ path: apiPath, err: (error as Error).message }, 'looking at a change failed');
+    });
+    this._lookChains.set(apiPath, current);
+    void current.then(() => {
+      if (this._lookChains.get(apiPath) === current) this._lookChains.delete(apiPath);
+    });
+    return current;
+  }
+
+  private _fillStat(
+    apiPath: string,
+    sha256: string,
+    holder: Private.IStatHolder,
+    stats: Stats
+  ): void {
+    holder.stat = fileStat(stats);
+    holder.racy = Date.now() - stats.mtimeMs < RACY_WINDOW_MS;
+    const known = this._known.get(apiPath);
+    if (known?.sha256 === sha256) {
+      known.stat = holder.stat;
+      known.racy = holder.racy;
+      const entry = this._index.get(apiPath);
+      if (known.archived && entry?.sha256 === sha256) {
+        this._index.set(apiPath, { ...entry, stat: holder.stat, racy: holder.racy });
+      }
+    }
+  }
+
+  /** The known paths that are `apiPath` or below it. */
+  private _knownAt(apiPath: string): string[] {
+    if (!this._isInRoot(apiPath)) return [];
+    const found: string[] = [];
+    if (this._known.has(apiPath)) found.push(apiPath);
+    const prefix = apiPath === '' ? '' : `${apiPath}/`;
+    for (const known of this._known.keys()) {
+      if (known.startsWith(prefix) && known !== apiPath) found.push(known);
+    }
+    return found;
+  }
+
+  private _isInRoot(apiPath: string): boolean {
+    return !apiPath.split('/').some(part => part === '..' || part === '.');
+  }
+
+  private _osPath(apiPath: string): string {
+    return path.join(this._rootDir, ...apiPath.split('/'));
+  }
+
+  private _generation(apiPath: string): number {
+    return this._generations.get(apiPath) ?? 0;
+  }
+
+  private _bumpGeneration(apiPath: string): void {
+    this._generations.set(apiPath, this._generation(apiPath) + 1);
+  }
+
+  private readonly _rootDir: string;
+  private readonly _filter: ArchiveFilter;
+  private readonly _queue: ArchiveQueue;
+  private readonly _index: ArchiveIndex;
+  private readonly _log: Logger;
+  private readonly _settleMs: number;
+  private readonly _maxSettleMs: number;
+  private readonly _renameWindowMs: number;
+  private readonly _maxPendingForBulk: number;
+  /** The newest content queued or archived per path. */
+  private readonly _known = new Map<string, Private.IKnown>();
+  private readonly _lookChains = new Map<string, Promise<void>>();
+  private readonly _waitingLooks = new Map<string, Promise<void>>();
+  private readonly _enqueueChains = new Map<string, Promise<void>>();
+  private readonly _pendingDeletes = new Map<string, Private.IPendingDelete>();
+  /** Bumped by the gateway's saves, renames and deletes, so that a stale look is redone. */
+  private readonly _generations = new Map<string, number>();
+  private readonly _counts: SourceCounts = {
+    gateway: { seen: 0, archived: 0 },
+    events: { seen: 0, archived: 0 },
+    watcher: { seen: 0, archived: 0 },
+    scan: { seen: 0, archived: 0 }
+  };
+  private _remote: ReadonlyMap<string, { etag?: string; size: number }> | undefined;
+  private _scanSubtree: ((apiPath: string, source: ChangeSource) => void) | undefined;
+  /** Subtree scans under way, which {@link idle} waits for too. */
+  private readonly _background = new Set<Promise<void>>();
+  private _rescan: ((reason: string, source: ChangeSource) => void) | undefined;
+  private _closed = false;
+}
+
+export namespace ArchiveIntake {
+  export interface IOptions {
+    rootDir: string;
+    filter: ArchiveFilter;
+    queue: ArchiveQueue;
+    index: ArchiveIndex;
+    log: Logger;
+    /** How long a file's mtime must be still before it is read; default 200 ms. */
+    settleMs?: number;
+    /** The longest a constantly changing file waits before it is read anyway; default 10 s. */
+    maxSettleMs?: number;
+    /** How long a delete waits for the create that would make it a rename; default 1.5 s. */
+    renameWindowMs?: number;
+    /** Records pending in the queue above which a scan waits before reading more; default 64. */
+    maxPendingForBulk?: number;
+  }
+}
+
+namespace Private {
+  export interface IKnown {
+    sha256: string;
+    /** Undefined until known (a replayed record, a save whose stat is being read). */
+    stat: IFileStat | undefined;
+    racy: boolean;
+    /** The object store confirmed this content. */
+    archived: boolean;
+    /** It is journalled durably (fsynced), as the gateway's saves are. */
+    durable: boolean;
+  }
+
+  /** The file's stat for the index, filled in when known, handed back by the queue. */
+  export interface IStatHolder {
+    stat: IFileStat | undefined;
+    racy: boolean;
+  }
+
+  export interface IPendingDelete {
+    source: ChangeSource;
+    sha256: string;
+    timer: NodeJS.Timeout | undefined;
+  }
+
+  export type ReadResult =
+    | { kind: 'missing' | 'directory' | 'other' }
+    | {
+        kind: 'file';
+        bytes: Buffer;
+        sha256: string;
+        state: { sha256: string; stat: IFileStat; racy: boolean };
+        holder: IStatHolder;
+      };
+}
+
+function hash(bytes: Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise(resolve => setTimeout(resolve, ms).unref());
+}

@@ -1,0 +1,379 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import * as fs from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ArchiveIndex } from '../../src/archive/archiveIndex';
+import { ArchiveFilter } from '../../src/archive/filter';
+import { ArchiveIntake } from '../../src/archive/intake';
+import { ArchiveJournal } from '../../src/archive/journal';
+import { ArchiveQueue } from '../../src/archive/queue';
+import { ReconciliationScan } from '../../src/archive/scan';
+import { createLogger } from '../../src/gateway/logger';
+import { FakeStore } from '../support/fakeStore';
+
+const KEY = (path: string) => `workspace/${path}`;
+
+/** The intake, queue, index and scan wired as Archiving wires them, over a fake store. */
+class Harness {
+  static async open(root: string, stateDir: string, store: FakeStore): Promise<Harness> {
+    const index = await ArchiveIndex.open({
+      dir: stateDir,
+      identity: { rootDir: root, store: 'fake', bucket: 'b', prefix: 'workspace' },
+      flushIntervalMs: 20
+    });
+    const log = createLogger({ level: 'silent' });
+    let intake: ArchiveIntake | undefined;
+    const queue = new ArchiveQueue({
+      store,
+      bucket: 'b',
+      prefix: 'workspace',
+      journal: new ArchiveJournal(join(stateDir, 'journal')),
+      maxThreads: 4,
+      log,
+      backoff: { baseMs: 5, capMs: 20 },
+      onArchived: (entry, versionId, attachment) => intake?.archived(entry, versionId, attachment)
+    });
+    const filter = new ArchiveFilter();
+    intake = new ArchiveIntake({
+      rootDir: root,
+      filter,
+      queue,
+      index,
+      log,
+      settleMs: 40,
+      renameWindowMs: 150
+    });
+    intake.replayed(await queue.start());
+    const scan = new ReconciliationScan({ rootDir: root, filter, intake, log, intervalSeconds: 3600 });
+    intake.subtreeScanner = (path, source) => scan.runSubtree(path, source);
+    intake.rescanner = reason => void scan.run(reason);
+    return new Harness(intake, queue, index, scan);
+  }
+
+  private constructor(
+    readonly intake: ArchiveIntake,
+    readonly queue: ArchiveQueue,
+    readonly index: ArchiveIndex,
+    readonly scan: ReconciliationScan
+  ) {}
+
+  /** Everything seen so far queued and archived. */
+  async drained(): Promise<void> {
+    expect(await this.intake.idle(5000)).toBe(true);
+    expect(await this.queue.flush(5000)).toBe(0);
+  }
+
+  async close(): Promise<void> {
+    await this.scan.close();
+    this.intake.close();
+    await this.queue.close();
+    await this.index.close();
+  }
+}
+
+describe('ArchiveIntake', () => {
+  let root: string;
+  let state: string;
+  let store: FakeStore;
+  let harness: Harness;
+
+  const write = (path: string, text: string) => fs.writeFile(join(root, path), text);
+
+  beforeEach(async () => {
+    root = mkdtempSync(join(tmpdir(), 'intake-root-'));
+    state = mkdtempSync(join(tmpdir(), 'intake-state-'));
+    store = new FakeStore();
+    harness = await Harness.open(root, state, store);
+  });
+
+  afterEach(async () => {
+    await harness.close();
+    rmSync(root, { recursive: true, force: true });
+    rmSync(state, { recursive: true, force: true });
+  });
+
+  describe('#saved()', () => {
+    it('archives a gateway save, and an unchanged save adds no version', async () => {
+      await write('a.ipynb', 'one');
+      await harness.intake.saved('a.ipynb', Buffer.from('one'));
+      await harness.drained();
+      await harness.intake.saved('a.ipynb', Buffer.from('one'));
+      await write('a.ipynb', 'two');
+      await harness.intake.saved('a.ipynb', Buffer.from('two'));
+      await harness.drained();
+      expect(store.history(KEY('a.ipynb'))).toEqual(['one', 'two']);
+      expect(harness.intake.counts().gateway).toEqual({ seen: 3, archived: 2 });
+    });
+
+    it('skips what the filter does not cover', async () => {
+      await harness.intake.saved('notes.txt', Buffer.from('x'));
+      await harness.intake.saved('.hidden.ipynb', Buffer.from('x'));
+      await harness.drained();
+      expect(store.versions.size).toBe(0);
+    });
+  });
+
+  describe('#changed()', () => {
+    it('archives a file written by another program once, however often it is reported', async () => {
+      await write('k.ipynb', 'kernel wrote this');
+      for (let i = 0; i < 5; i++) harness.intake.changed('k.ipynb', 'watcher');
+      harness.intake.changed('k.ipynb', 'events');
+      await harness.drained();
+      expect(store.history(KEY('k.ipynb'))).toEqual(['kernel wrote this']);
+    });
+
+    it('does not archive a rewrite with the same bytes (a touch)', async () => {
+      await write('k.ipynb', 'same');
+      harness.intake.changed('k.ipynb', 'watcher');
+      await harness.drained();
+      const later = new Date(Date.now() + 5000);
+      await fs.utimes(join(root, 'k.ipynb'), later, later);
+      await write('k.ipynb', 'same');
+      harness.intake.changed('k.ipynb', 'watcher');
+      await harness.drained();
+      expect(store.history(KEY('k.ipynb'))).toEqual(['same']);
+    });
+
+    it('archives the final state of two writes 20 ms apart', async () => {
+      await write('r.ipynb', 'first');
+      harness.intake.changed('r.ipynb', 'watcher');
+      await new Promise(resolve => setTimeout(resolve, 20));
+      await write('r.ipynb', 'second');
+      harness.intake.changed('r.ipynb', 'watcher');
+      await harness.drained();
+      expect(store.history(KEY('r.ipynb')).at(-1)).toBe('second');
+    });
+
+    it("waits while Jupyter's .~name atomic-writing copy exists", async () => {
+      await write('j.ipynb', 'half');
+      await write('.~j.ipynb', 'old');
+      harness.intake.changed('j.ipynb', 'events');
+      await new Promise(resolve => setTimeout(resolve, 150));
+      await write('j.ipynb', 'whole');
+      await fs.rm(join(root, '.~j.ipynb'));
+      await harness.drained();
+      expect(store.history(KEY('j.ipynb'))).toEqual(['whole']);
+    });
+
+    it('looks through a reported directory', async () => {
+      await fs.mkdir(join(root, 'd/e'), { recursive: true });
+      await write('d/e/x.ipynb', 'x');
+      await write('d/y.ipynb', 'y');
+      await write('d/.~jupyter-store-0000.tmp', 'temporary');
+      harness.intake.changed('d', 'watcher');
+      await new Promise(resolve => setTimeout(resolve, 100));
+      await harness.drained();
+      expect([...store.versions.keys()].sort()).toEqual([KEY('d/e/x.ipynb'), KEY('d/y.ipynb')]);
+    });
+  });
+
+  describe('#removed() and #renamed()', () => {
+    it('puts a delete marker on a deleted notebook', async () => {
+      await write('gone.ipynb', 'content');
+      harness.intake.changed('gone.ipynb', 'watcher');
+      await harness.drained();
+      await fs.rm(join(root, 'gone.ipynb'));
+      harness.intake.removed('gone.ipynb', 'watcher');
+      await harness.drained();
+      expect(store.history(KEY('gone.ipynb'))).toEqual(['content', null]);
+    });
+
+    it('records a delete and a create of the same content as a rename', async () => {
+      await write('old.ipynb', 'moved content');
+      harness.intake.changed('old.ipynb', 'watcher');
+      await harness.drained();
+      await fs.rename(join(root, 'old.ipynb'), join(root, 'new.ipynb'));
+      harness.intake.removed('old.ipynb', 'watcher');
+      harness.intake.changed('new.ipynb', 'watcher');
+      await harness.drained();
+      expect(store.history(KEY('new.ipynb'))).toEqual(['moved content']);
+      expect(store.versions.get(KEY('new.ipynb'))![0].metadata['renamed-from']).toBe('old.ipynb');
+      expect(store.history(KEY('old.ipynb'))).toEqual(['moved content', null]);
+    });
+
+    it('follows a reported rename of a folder', async () => {
+      await fs.mkdir(join(root, 'from'));
+      await write('from/a b.ipynb', 'a');
+      harness.intake.changed('from', 'watcher');
+      await harness.drained();
+      await fs.rename(join(root, 'from'), join(root, 'to'));
+      harness.intake.renamed('from', 'to', 'events');
+      await harness.drained();
+      expect(store.history(KEY('to/a b.ipynb'))).toEqual(['a']);
+      expect(store.versions.get(KEY('to/a b.ipynb'))![0].metadata['renamed-from']).toBe(
+        encodeURIComponent('from/a b.ipynb')
+      );
+      expect(store.history(KEY('from/a b.ipynb'))).toEqual(['a', null]);
+    });
+
+    it('treats a delete followed by a re-create with new content as a change', async () => {
+      await write('x.ipynb', 'v1');
+      harness.intake.changed('x.ipynb', 'watcher');
+      await harness.drained();
+      await fs.rm(join(root, 'x.ipynb'));
+      harness.intake.removed('x.ipynb', 'watcher');
+      await write('x.ipynb', 'v2');
+      harness.intake.changed('x.ipynb', 'watcher');
+      await harness.drained();
+      expect(store.history(KEY('x.ipynb'))).toEqual(['v1', 'v2']);
+    });
+  });
+
+  describe('races with the gateway', () => {
+    it('never archives older bytes after a newer gateway save', async () => {
+      for (let round = 0; round < 20; round++) {
+        const path = `race${round}.ipynb`;
+        await write(path, 'external');
+        harness.intake.changed(path, 'watcher');
+        await new Promise(resolve => setTimeout(resolve, round * 3));
+        await write(path, 'gateway');
+        await harness.intake.saved(path, Buffer.from('gateway'));
+      }
+      await harness.drained();
+      for (let round = 0; round < 20; round++) {
+        expect(store.history(KEY(`race${round}.ipynb`)).at(-1)).toBe('gateway');
+      }
+    });
+  });
+});
+
+describe('ReconciliationScan', () => {
+  let root: string;
+  let state: string;
+  let store: FakeStore;
+
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'scan-root-'));
+    state = mkdtempSync(join(tmpdir(), 'scan-state-'));
+    store = new FakeStore();
+  });
+
+  afterEach(() => {
+    rmSync(root, { recursive: true, force: true });
+    rmSync(state, { recursive: true, force: true });
+  });
+
+  it('archives changes made while stopped, and nothing twice across restarts', async () => {
+    await fs.mkdir(join(root, 'sub'));
+    await fs.mkdir(join(root, '.git'));
+    await fs.mkdir(join(root, '.ipynb_checkpoints'));
+    await fs.writeFile(join(root, 'keep.ipynb'), 'keep');
+    await fs.writeFile(join(root, 'edit.ipynb'), 'edit v1');
+    await fs.writeFile(join(root, 'sub/drop.ipynb'), 'drop');
+    await fs.writeFile(join(root, '.git/x.ipynb'), 'ignored');
+    await fs.writeFile(join(root, '.ipynb_checkpoints/keep-checkpoint.ipynb'), 'ignored');
+    await fs.writeFile(join(root, 'script.py'), 'ignored');
+
+    let harness = await Harness.open(root, state, store);
+    await harness.scan.run('test');
+    await harness.drained();
+    await harness.close();
+    expect([...store.versions.keys()].sort()).toEqual([
+      KEY('edit.ipynb'),
+      KEY('keep.ipynb'),
+      KEY('sub/drop.ipynb')
+    ]);
+
+    // Stopped: one edited, one deleted.
+    await new Promise(resolve => setTimeout(resolve, 20));
+    await fs.writeFile(join(root, 'edit.ipynb'), 'edit v2');
+    await fs.rm(join(root, 'sub/drop.ipynb'));
+
+    harness = await Harness.open(root, state, store);
+    expect(harness.index.found).toBe(true);
+    await harness.scan.run('test');
+    await harness.drained();
+    await harness.scan.run('again');
+    await harness.drained();
+    await harness.close();
+    expect(store.history(KEY('edit.ipynb'))).toEqual(['edit v1', 'edit v2']);
+    expect(store.history(KEY('sub/drop.ipynb'))).toEqual(['drop', null]);
+    expect(store.history(KEY('keep.ipynb'))).toEqual(['keep']);
+  });
+
+  it('reads no file when nothing changed', async () => {
+    for (let i = 0; i < 30; i++) await fs.writeFile(join(root, `n${i}.ipynb`), `n${i}`);
+    // Old enough not to be racily clean.
+    const old = new Date(Date.now() - 60_000);
+    for (let i = 0; i < 30; i++) await fs.utimes(join(root, `n${i}.ipynb`), old, old);
+    const harness = await Harness.open(root, state, store);
+    await harness.scan.run('test');
+    await harness.drained();
+    const look = jest.spyOn(harness.intake, 'look');
+    await harness.scan.run('unchanged');
+    await harness.drained();
+    expect(look).not.toHaveBeenCalled();
+    expect(harness.scan.status().lastFileCount).toBe(30);
+    await harness.close();
+  });
+
+  it('rebuilds a lost index from the bucket without archiving again', async () => {
+    await fs.writeFile(join(root, 'a.ipynb'), 'a');
+    await fs.writeFile(join(root, 'b.ipynb'), 'b');
+    let harness = await Harness.open(root, state, store);
+    await harness.scan.run('test');
+    await harness.drained();
+    await harness.close();
+    const indexFile = harness.index.file;
+    await fs.rm(indexFile);
+    await fs.writeFile(join(root, 'b.ipynb'), 'b changed');
+
+    harness = await Harness.open(root, state, store);
+    expect(harness.index.found).toBe(false);
+    const latest = new Map<string, { etag?: string; size: number }>();
+    for await (const object of store.listLatest('b', 'workspace/')) {
+      latest.set(object.key.slice('workspace/'.length), object);
+    }
+    harness.intake.useRemoteListing(latest);
+    await harness.scan.run('test');
+    await harness.drained();
+    await harness.close();
+    expect(store.history(KEY('a.ipynb'))).toEqual(['a']);
+    expect(store.history(KEY('b.ipynb'))).toEqual(['b', 'b changed']);
+  });
+
+  it('pairs a move made while stopped into a rename', async () => {
+    await fs.writeFile(join(root, 'before.ipynb'), 'same bytes');
+    let harness = await Harness.open(root, state, store);
+    await harness.scan.run('test');
+    await harness.drained();
+    await harness.close();
+    await fs.mkdir(join(root, 'moved'));
+    await fs.rename(join(root, 'before.ipynb'), join(root, 'moved/after.ipynb'));
+    harness = await Harness.open(root, state, store);
+    await harness.scan.run('test');
+    await harness.drained();
+    await harness.close();
+    expect(store.history(KEY('moved/after.ipynb'))).toEqual(['same bytes']);
+    expect(store.versions.get(KEY('moved/after.ipynb'))![0].metadata['renamed-from']).toBe(
+      'before.ipynb'
+    );
+    expect(store.history(KEY('before.ipynb'))).toEqual(['same bytes', null]);
+  });
+
+  it('does not archive twice after a crash that lost the last index writes', async () => {
+    await fs.writeFile(join(root, 'c.ipynb'), 'c1');
+    let harness = await Harness.open(root, state, store);
+    await harness.scan.run('test');
+    await harness.drained();
+    await harness.index.flush();
+    const snapshot = await fs.readFile(harness.index.file);
+    await new Promise(resolve => setTimeout(resolve, 20));
+    await fs.writeFile(join(root, 'c.ipynb'), 'c2');
+    harness.intake.changed('c.ipynb', 'watcher');
+    await harness.drained();
+    // A crash: the index file as it was before c2 was archived, not written cleanly.
+    await harness.scan.close();
+    harness.intake.close();
+    await harness.queue.close();
+    await new Promise(resolve => setTimeout(resolve, 100));
+    await fs.writeFile(harness.index.file, snapshot);
+
+    harness = await Harness.open(root, state, store);
+    expect(harness.index.wasClean).toBe(false);
+    await harness.scan.run('test');
+    await harness.drained();
+    await harness.close();
+    expect(store.history(KEY('c.ipynb'))).toEqual(['c1', 'c2']);
+  });
+});

@@ -1,0 +1,116 @@
+import { createHash } from 'node:crypto';
+import {
+  ObjectStoreError,
+  type IObjectStore,
+  type IObjectSummary,
+  type IObjectVersion
+} from '../../src/storage/objectStore';
+
+/** An in-memory versioned store whose next calls can be made to fail. */
+export class FakeStore implements IObjectStore {
+  readonly description = 'fake';
+  readonly versions = new Map<
+    string,
+    Array<{ id: string; body: Buffer; metadata: Record<string, string>; deleteMarker?: boolean }>
+  >();
+  /** Errors thrown by the next put calls, in order. */
+  failPuts: ObjectStoreError[] = [];
+  /** When set, every call fails with it. */
+  down: ObjectStoreError | undefined;
+  /** When set, puts succeed on the server but the caller sees this error (a lost answer). */
+  loseNextAnswer: ObjectStoreError | undefined;
+  bucketVersioning: 'Enabled' | 'Suspended' | 'Disabled' = 'Enabled';
+  puts = 0;
+  active = 0;
+  maxActive = 0;
+  private counter = 0;
+
+  async put(
+    _bucket: string,
+    key: string,
+    body: Buffer,
+    options?: { metadata?: Record<string, string> }
+  ) {
+    this.puts++;
+    this.active++;
+    this.maxActive = Math.max(this.maxActive, this.active);
+    try {
+      await new Promise(resolve => setTimeout(resolve, 2));
+      if (this.down) throw this.down;
+      const failure = this.failPuts.shift();
+      if (failure) throw failure;
+      const id = `v${++this.counter}`;
+      const list = this.versions.get(key) ?? [];
+      list.push({ id, body: Buffer.from(body), metadata: { ...options?.metadata } });
+      this.versions.set(key, list);
+      if (this.loseNextAnswer) {
+        const lost = this.loseNextAnswer;
+        this.loseNextAnswer = undefined;
+        throw lost;
+      }
+      return { versionId: id };
+    } finally {
+      this.active--;
+    }
+  }
+
+  async deleteObject(_bucket: string, key: string) {
+    if (this.down) throw this.down;
+    const id = `v${++this.counter}`;
+    const list = this.versions.get(key) ?? [];
+    list.push({ id, body: Buffer.alloc(0), metadata: {}, deleteMarker: true });
+    this.versions.set(key, list);
+    return { versionId: id };
+  }
+
+  async get(): Promise<never> {
+    throw new Error('not used');
+  }
+
+  async head(_bucket: string, key: string) {
+    if (this.down) throw this.down;
+    const latest = this.versions.get(key)?.at(-1);
+    if (!latest || latest.deleteMarker) {
+      throw new ObjectStoreError('not-found', 'no such key', 'NoSuchKey');
+    }
+    return {
+      versionId: latest.id,
+      size: latest.body.length,
+      lastModified: null,
+      metadata: latest.metadata
+    };
+  }
+
+  async listVersions(): Promise<IObjectVersion[]> {
+    return [];
+  }
+
+  async *listLatest(_bucket: string, prefix: string): AsyncIterable<IObjectSummary> {
+    if (this.down) throw this.down;
+    for (const [key, list] of this.versions) {
+      const latest = list.at(-1);
+      if (!key.startsWith(prefix) || !latest || latest.deleteMarker) continue;
+      yield {
+        key,
+        size: latest.body.length,
+        etag: `"${createHash('md5').update(latest.body).digest('hex')}"`,
+        lastModified: new Date()
+      };
+    }
+  }
+
+  /** The bodies of a key's versions, oldest first, with `null` for delete markers. */
+  history(key: string): Array<string | null> {
+    return (this.versions.get(key) ?? []).map(version =>
+      version.deleteMarker ? null : version.body.toString('utf8')
+    );
+  }
+
+  async checkBucket() {
+    if (this.down) throw this.down;
+    return { versioning: this.bucketVersioning };
+  }
+
+  async close(): Promise<void> {}
+}
+
