@@ -1,8 +1,10 @@
-import type { StoreInfo } from '@jupyter-store/contract';
+import type { ArchiveStatus, BlindSpot, StoreInfo } from '@jupyter-store/contract';
+import { DOMUtils } from '@jupyterlab/apputils';
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { Signal, type ISignal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
-import { errorMessage, formatTime } from './format';
+import { errorMessage, formatDuration, formatTime } from './format';
+import { Dom } from './forms';
 import type { StoreClient } from './storeClient';
 
 /** How often the status is asked for while a save waits to be archived. */
@@ -103,7 +105,11 @@ export interface IArchiveSummary {
   warning: boolean;
 }
 
-/** Put the archive state in a few words. */
+/**
+ * Put the archive state in a few words. In order: the status cannot be read, archiving is off,
+ * archiving fails, the watcher misses changes (polling, or blind spots), saves are pending, all
+ * is archived. Servers that do not report `observation` never get the watcher's warning.
+ */
 export function summarize(
   info: StoreInfo,
   error: string | null,
@@ -141,10 +147,42 @@ export function summarize(
       warning: true
     };
   }
+  const queue =
+    archive.pending > 0
+      ? trans.__('%1 saves wait to be archived; %2.', archive.pending, last)
+      : trans.__('Every save is archived; %1.', last);
+  const observation = archive.observation;
+  if (observation?.watcher.mode === 'polling') {
+    return {
+      text: trans.__('Archive: scan only'),
+      detail: trans.__(
+        'The files are not watched, so changes that do not go through Jupyter (files written by a kernel, a terminal, git) are found only by the periodic scan, %1. Why: %2. %3',
+        scanEvery(observation.scan.interval_seconds, trans),
+        observation.watcher.reason ?? trans.__('no reason given'),
+        queue
+      ),
+      warning: true
+    };
+  }
+  const spots = observation?.blind_spots ?? [];
+  if (observation && spots.length > 0) {
+    return {
+      text: trans._n('Archive: blind spot', 'Archive: %1 blind spots', spots.length),
+      detail: trans._n(
+        'The file watcher cannot see changes in %2: they are found only by the periodic scan, %3. %4',
+        'The file watcher cannot see changes in %1 places: they are found only by the periodic scan, %3. %4',
+        spots.length,
+        blindSpotPlace(spots[0], trans),
+        scanEvery(observation.scan.interval_seconds, trans),
+        queue
+      ),
+      warning: true
+    };
+  }
   if (archive.pending > 0) {
     return {
       text: trans._n('Archiving: %1 pending', 'Archiving: %1 pending', archive.pending),
-      detail: trans.__('%1 saves wait to be archived; %2.', archive.pending, last),
+      detail: queue,
       warning: false
     };
   }
@@ -152,14 +190,136 @@ export function summarize(
     text: archive.last_archived_at
       ? trans.__('Archived %1', new Date(archive.last_archived_at).toLocaleTimeString())
       : trans.__('Archive ready'),
-    detail: trans.__('Every save is archived; %1.', last),
+    detail: queue,
     warning: false
   };
 }
 
+/** "every 60 seconds": how often the reconciliation scan runs. */
+function scanEvery(seconds: number, trans: TranslationBundle): string {
+  return trans._n('every second', 'every %1 seconds', seconds);
+}
+
+/** Where a blind spot is: its path, or "the whole root". */
+function blindSpotPlace(spot: BlindSpot, trans: TranslationBundle): string {
+  return spot.path === '' ? trans.__('the whole root') : spot.path;
+}
+
+/** A `<dt>`/`<dd>` pair of a facts list; `off` marks the value as a reduced state. */
+function addFact(list: HTMLElement, label: string, value: string | Node, off = false): void {
+  list.appendChild(Dom.element('dt', undefined, label));
+  const dd = Dom.element('dd', off ? 'jp-store-Off' : undefined);
+  dd.append(value);
+  list.appendChild(dd);
+}
+
+/** The per-source counts in one line: "gateway 4 / 4, events 1 / 0, watcher 2 / 1, scan 0 / 0". */
+function sourceCounts(
+  sources: NonNullable<ArchiveStatus['sources']>,
+  trans: TranslationBundle
+): string {
+  return [
+    trans.__('gateway %1 / %2', sources.gateway.seen, sources.gateway.archived),
+    trans.__('events %1 / %2', sources.events.seen, sources.events.archived),
+    trans.__('watcher %1 / %2', sources.watcher.seen, sources.watcher.archived),
+    trans.__('scan %1 / %2', sources.scan.seen, sources.scan.archived)
+  ].join(trans.__(', '));
+}
+
+/**
+ * The status dialog's section on how changes are observed: the file watcher, the Jupyter event
+ * subscription, the periodic scan, the blind spots, and the changes each source saw and got
+ * archived. Null when the server does not say (older servers, archiving off).
+ */
+export function observationSection(info: StoreInfo, trans: TranslationBundle): HTMLElement | null {
+  const archive = info.archive;
+  if (!archive || (!archive.observation && !archive.sources)) return null;
+  const section = Dom.element('section', 'jp-store-Observation');
+  const heading = Dom.element('h3', undefined, trans.__('How changes are seen'));
+  heading.id = DOMUtils.createDomID();
+  // (Inline: the stylesheet is not this module's.)
+  section.setAttribute('aria-labelledby', heading.id);
+  section.appendChild(heading);
+  const facts = Dom.element('dl', 'jp-store-Facts');
+  const observation = archive.observation;
+  if (observation) {
+    const { watcher, events, scan, blind_spots: spots } = observation;
+    const mode =
+      watcher.mode === 'inotify'
+        ? trans.__('inotify')
+        : watcher.mode === 'polling'
+          ? trans.__('polling')
+          : trans.__('off');
+    addFact(
+      facts,
+      trans.__('File watcher'),
+      watcher.reason === null ? mode : trans.__('%1: %2', mode, watcher.reason),
+      watcher.mode !== 'inotify'
+    );
+    addFact(
+      facts,
+      trans.__('Jupyter events'),
+      events.connected
+        ? trans.__('connected')
+        : trans.__('not connected: %1', events.reason ?? trans.__('no reason given')),
+      !events.connected
+    );
+    const every = scanEvery(scan.interval_seconds, trans);
+    const parts = [every];
+    if (scan.last_completed_at === null) {
+      parts.push(trans.__('no complete scan yet'));
+    } else {
+      const at = formatTime(scan.last_completed_at);
+      let done =
+        scan.last_duration_seconds === null
+          ? trans.__('last completed %1', at)
+          : trans.__(
+              'last completed %1 in %2',
+              at,
+              formatDuration(scan.last_duration_seconds, trans)
+            );
+      if (scan.last_file_count !== null) {
+        done = trans._n('%2 (%1 notebook)', '%2 (%1 notebooks)', scan.last_file_count, done);
+      }
+      parts.push(done);
+    }
+    if (scan.running) parts.push(trans.__('scanning now'));
+    addFact(facts, trans.__('Periodic scan'), parts.join(trans.__('; ')));
+    if (spots.length > 0) {
+      const where = document.createDocumentFragment();
+      const list = Dom.element('ul', 'jp-store-BlindSpots');
+      for (const spot of spots) {
+        const item = Dom.element('li');
+        item.append(
+          spot.path === ''
+            ? Dom.element('strong', undefined, blindSpotPlace(spot, trans))
+            : Dom.element('code', undefined, spot.path),
+          trans.__(': %1', spot.reason)
+        );
+        list.appendChild(item);
+      }
+      where.append(
+        list,
+        trans._n(
+          'Changes there are found by the periodic scan, every second.',
+          'Changes there are found by the periodic scan, every %1 seconds.',
+          scan.interval_seconds
+        )
+      );
+      addFact(facts, trans._n('Blind spot', 'Blind spots', spots.length), where, true);
+    }
+  }
+  if (archive.sources) {
+    addFact(facts, trans.__('Changes seen / archived'), sourceCounts(archive.sources, trans));
+  }
+  section.appendChild(facts);
+  return section;
+}
+
 /**
  * The status bar item: pending count and time of the last archive, or a warning with the
- * reason when archiving fails or is off. Activating it (click, Enter or Space) runs `onActivate`.
+ * reason when archiving fails or is off, or when the file watcher misses changes somewhere (the
+ * periodic scan finds them, later). Activating it (click, Enter or Space) runs `onActivate`.
  */
 export class ArchiveStatusItem extends Widget {
   constructor(

@@ -29,6 +29,16 @@ export function formatTime(iso: string): string {
   });
 }
 
+/** A duration as people read it: `12 ms`, `4.2 s`, `35 s`, `3 min 5 s`, `2 h 10 min`. */
+export function formatDuration(seconds: number, trans: TranslationBundle): string {
+  if (seconds < 1) return trans.__('%1 ms', Math.round(seconds * 1000));
+  if (seconds < 10) return trans.__('%1 s', seconds.toFixed(1));
+  const whole = Math.round(seconds);
+  if (whole < 60) return trans.__('%1 s', whole);
+  if (whole < 3600) return trans.__('%1 min %2 s', Math.floor(whole / 60), whole % 60);
+  return trans.__('%1 h %2 min', Math.floor(whole / 3600), Math.floor((whole % 3600) / 60));
+}
+
 /** What to tell the user about a failed call: the server's message, else the error's. */
 export function errorMessage(error: unknown): string {
   if (error instanceof StoreRequestError) return error.message;

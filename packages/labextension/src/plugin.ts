@@ -8,7 +8,12 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { ITranslator, nullTranslator, type TranslationBundle } from '@jupyterlab/translation';
 import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { Widget } from '@lumino/widgets';
-import { ArchiveStatusItem, ArchiveStatusModel, summarize } from './archiveStatus';
+import {
+  ArchiveStatusItem,
+  ArchiveStatusModel,
+  observationSection,
+  summarize
+} from './archiveStatus';
 import { cloneFromFileSystem, cloneFromObjectStorage, type ICloneContext } from './clone';
 import { Dom } from './forms';
 import { cloneFolderIcon, cloneIcon, publishIcon, versionsIcon } from './icons';
@@ -292,6 +297,8 @@ async function showArchiveStatus(
       )
     );
   }
+  const observation = observationSection(info, trans);
+  if (observation) body.node.appendChild(observation);
   body.node.appendChild(
     Dom.element('p', 'jp-store-Form-note', trans.__('jupyter-store %1', info.release))
   );

@@ -98,7 +98,8 @@ export class Archiving {
       include: settings.archive_include,
       exclude: settings.archive_exclude
     });
-    let intake: ArchiveIntake | undefined;
+    // The queue reports to the intake, which needs the queue: the holder closes the loop.
+    const wired: { intake?: ArchiveIntake } = {};
     const queue = new ArchiveQueue({
       store,
       bucket,
@@ -108,40 +109,39 @@ export class Archiving {
       log: archiveLog,
       backoff: { capMs: settings.archive_retry_max_seconds * 1000, ...options.backoff },
       onArchived: (entry, versionId, attachment) =>
-        intake?.archived(entry, versionId, attachment)
+        wired.intake?.archived(entry, versionId, attachment)
     });
-    intake = new ArchiveIntake({
+    const intake = (wired.intake = new ArchiveIntake({
       rootDir,
       filter,
       queue,
       index,
       log: archiveLog,
       ...options.intake
-    });
-    const active = intake;
-    active.replayed(await queue.start());
+    }));
+    intake.replayed(await queue.start());
     const scan = new ReconciliationScan({
       rootDir,
       filter,
-      intake: active,
+      intake,
       log: archiveLog,
       intervalSeconds: settings.archive_scan_interval_seconds,
       concurrency: settings.max_threads
     });
-    active.subtreeScanner = (apiPath, source) => scan.runSubtree(apiPath, source);
-    active.rescanner = reason => void scan.run(reason);
+    intake.subtreeScanner = (apiPath, source) => scan.runSubtree(apiPath, source);
+    intake.rescanner = reason => void scan.run(reason);
 
-    manager.addSaveHook(event => active.saved(event.path, event.bytes));
+    manager.addSaveHook(event => intake.saved(event.path, event.bytes));
     manager.onChanged(change => {
-      if (change.action === 'rename') active.renamed(change.from, change.to, 'gateway');
-      else active.removed(change.path, 'gateway');
+      if (change.action === 'rename') intake.renamed(change.from, change.to, 'gateway');
+      else intake.removed(change.path, 'gateway');
     });
 
     // Watch before the first scan, so that nothing written meanwhile falls between the two.
     const watcher = new FileSystemWatcher({
       rootDir,
       enabled: settings.archive_watch,
-      sink: active,
+      sink: intake,
       log: archiveLog
     });
     await watcher.start();
@@ -150,15 +150,15 @@ export class Archiving {
           upstream: options.upstream.address,
           baseUrl: options.upstream.baseUrl,
           token: options.upstream.token,
-          sink: active,
+          sink: intake,
           log: archiveLog
         })
       : null;
     events?.start();
 
-    const observers: Archiving.IObservers = { index, intake: active, scan, watcher, events };
+    const observers: Archiving.IObservers = { index, intake, scan, watcher, events };
     const archiving = new Archiving(settings, store, bucket, queue, log, observers);
-    archiving._firstScan = archiving._startScanning(index, active, scan);
+    archiving._firstScan = archiving._startScanning(index, intake, scan);
     log.info(
       {
         to: `${bucket}/${settings.workspace_prefix}`,

@@ -3,7 +3,13 @@ import type { Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import type { Logger } from '../gateway/logger';
-import { fileStat, RACY_WINDOW_MS, sameStat, type ArchiveIndex, type IFileStat } from './archiveIndex';
+import {
+  fileStat,
+  RACY_WINDOW_MS,
+  sameStat,
+  type ArchiveIndex,
+  type IFileStat
+} from './archiveIndex';
 import type { ArchiveFilter } from './filter';
 import type { IJournalEntry } from './journal';
 import type { ArchiveQueue } from './queue';
@@ -178,7 +184,12 @@ export class ArchiveIntake implements IChangeSink {
             );
           }
         }
-        this._enqueue(old, Buffer.alloc(0), { source, action: 'delete', durable: false }, undefined);
+        this._enqueue(
+          old,
+          Buffer.alloc(0),
+          { source, action: 'delete', durable: false },
+          undefined
+        );
       });
     }
     // Whatever was not known under the new name (new files moved in) is looked at there.
@@ -452,7 +463,12 @@ export class ArchiveIntake implements IChangeSink {
       if (!this._known.has(apiPath)) return;
       this._known.delete(apiPath);
       this._bumpGeneration(apiPath);
-      this._enqueue(apiPath, Buffer.alloc(0), { source, action: 'delete', durable: false }, undefined);
+      this._enqueue(
+        apiPath,
+        Buffer.alloc(0),
+        { source, action: 'delete', durable: false },
+        undefined
+      );
     });
   }
 
@@ -509,7 +525,10 @@ export class ArchiveIntake implements IChangeSink {
   private _chainLook(apiPath: string, work: () => Promise<void>): Promise<void> {
     const previous = this._lookChains.get(apiPath) ?? Promise.resolve();
     const current = previous.then(work).catch((error: unknown) => {
-      this._log.warn({ path: apiPath, err: (error as Error).message }, 'looking at a change failed');
+      this._log.warn(
+        { path: apiPath, err: (error as Error).message },
+        'looking at a change failed'
+      );
     });
     this._lookChains.set(apiPath, current);
     void current.then(() => {

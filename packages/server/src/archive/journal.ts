@@ -32,6 +32,13 @@ export interface IJournalEntry {
   readonly checkLatest?: boolean;
 }
 
+/** The entry of a record, without its bytes (what callers keep after the queue took it). */
+export function entryOf(record: IJournalRecord): IJournalEntry {
+  const entry: { -readonly [K in keyof IJournalRecord]?: IJournalRecord[K] } = { ...record };
+  delete entry.content;
+  return entry as IJournalEntry;
+}
+
 /** What a journal record asks of the object store. */
 export type JournalAction = 'put' | 'delete';
 

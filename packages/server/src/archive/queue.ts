@@ -2,7 +2,13 @@ import pLimit from 'p-limit';
 import type { Logger } from '../gateway/logger';
 import { objectKey } from '../storage/keys';
 import { ObjectStoreError, type IObjectStore } from '../storage/objectStore';
-import type { ArchiveJournal, IAppendOptions, IJournalEntry, IJournalRecord } from './journal';
+import {
+  entryOf,
+  type ArchiveJournal,
+  type IAppendOptions,
+  type IJournalEntry,
+  type IJournalRecord
+} from './journal';
 
 /**
  * The specification's archive record: the notebook's path, the bytes to archive, and how long
@@ -75,7 +81,7 @@ export class ArchiveQueue {
     }
     void this._checkStorage();
     for (const record of left) this._schedule(record, true);
-    return left.map(({ content: _content, ...entry }) => entry);
+    return left.map(entryOf);
   }
 
   /**
@@ -94,8 +100,7 @@ export class ArchiveQueue {
     const record = await this._journal.append(apiPath, content, options);
     if (attachment !== undefined) this._attachments.set(record.seq, attachment);
     this._schedule(record, false);
-    const { content: _content, ...entry } = record;
-    return entry;
+    return entryOf(record);
   }
 
   /**
@@ -176,7 +181,7 @@ export class ArchiveQueue {
         this._lastError = null;
         const at = new Date().toISOString();
         this._lastArchived.set(record.path, { versionId, at });
-        const { content: _content, ...entry } = record;
+        const entry = entryOf(record);
         const attachment = this._attachments.get(record.seq);
         this._attachments.delete(record.seq);
         this._signalRoom();

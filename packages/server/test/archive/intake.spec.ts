@@ -22,7 +22,8 @@ class Harness {
       flushIntervalMs: 20
     });
     const log = createLogger({ level: 'silent' });
-    let intake: ArchiveIntake | undefined;
+    // The queue reports to the intake, which needs the queue: the holder closes the loop.
+    const wired: { intake?: ArchiveIntake } = {};
     const queue = new ArchiveQueue({
       store,
       bucket: 'b',
@@ -31,10 +32,11 @@ class Harness {
       maxThreads: 4,
       log,
       backoff: { baseMs: 5, capMs: 20 },
-      onArchived: (entry, versionId, attachment) => intake?.archived(entry, versionId, attachment)
+      onArchived: (entry, versionId, attachment) =>
+        wired.intake?.archived(entry, versionId, attachment)
     });
     const filter = new ArchiveFilter();
-    intake = new ArchiveIntake({
+    const intake = (wired.intake = new ArchiveIntake({
       rootDir: root,
       filter,
       queue,
@@ -42,9 +44,15 @@ class Harness {
       log,
       settleMs: 40,
       renameWindowMs: 150
-    });
+    }));
     intake.replayed(await queue.start());
-    const scan = new ReconciliationScan({ rootDir: root, filter, intake, log, intervalSeconds: 3600 });
+    const scan = new ReconciliationScan({
+      rootDir: root,
+      filter,
+      intake,
+      log,
+      intervalSeconds: 3600
+    });
     intake.subtreeScanner = (path, source) => scan.runSubtree(path, source);
     intake.rescanner = reason => void scan.run(reason);
     return new Harness(intake, queue, index, scan);

@@ -113,4 +113,3 @@ export class FakeStore implements IObjectStore {
 
   async close(): Promise<void> {}
 }
-
