@@ -102,14 +102,25 @@ export const ObjectVersionSchema = z.object({
   is_latest: z.boolean()
 });
 
+/** The versions of one object, newest first. */
+export const ObjectHistorySchema = z.object({
+  object_key: z.string(),
+  versions: z.array(ObjectVersionSchema),
+  /**
+   * Archived copies only: set when the notebook was deleted (the archive's newest entry is a
+   * delete marker), with when and the marker's id. The versions before it are kept and listed.
+   */
+  deleted: z.object({ at: z.string(), object_version_id: z.string() }).nullable().optional()
+});
+
 /** `GET {base}api/store/versions/{path}`: the archived and published versions of a path. */
 export const VersionListingSchema = z.object({
   path: z.string(),
   object_bucket: z.string(),
   /** Archived (workspace) versions, newest first. */
-  workspace: z.object({ object_key: z.string(), versions: z.array(ObjectVersionSchema) }),
+  workspace: ObjectHistorySchema,
   /** Published versions, newest first. */
-  published: z.object({ object_key: z.string(), versions: z.array(ObjectVersionSchema) })
+  published: ObjectHistorySchema
 });
 
 export type StoreFeatures = z.infer<typeof StoreFeaturesSchema>;

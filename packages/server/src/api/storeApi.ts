@@ -129,14 +129,20 @@ async function listVersions(archiving: Archiving, path: string): Promise<Version
   const workspaceKey = objectKey(settings.workspace_prefix, path);
   const publishedKey = objectKey(settings.published_prefix, path);
   try {
-    const [workspace, published] = await Promise.all([
-      store.listVersions(bucket, workspaceKey),
+    const [workspaceHistory, published] = await Promise.all([
+      store.listVersions(bucket, workspaceKey, { includeDeleteMarkers: true }),
       store.listVersions(bucket, publishedKey)
     ]);
+    const workspace = workspaceHistory.filter(version => !version.deleteMarker);
+    // A delete marker on top: the notebook was deleted; its versions stay listed for restoring.
+    const newest = workspaceHistory[0];
+    const deleted = newest?.deleteMarker
+      ? { at: newest.lastModified.toISOString(), object_version_id: newest.versionId }
+      : null;
     return {
       path,
       object_bucket: bucket,
-      workspace: { object_key: workspaceKey, versions: workspace.map(toApiVersion) },
+      workspace: { object_key: workspaceKey, versions: workspace.map(toApiVersion), deleted },
       published: { object_key: publishedKey, versions: published.map(toApiVersion) }
     };
   } catch (error) {

@@ -406,7 +406,7 @@ const CONTRACT: Record<string, [z.ZodType, 'input' | 'output']> = {
   ArchiveObservation: [contract.ArchiveObservationSchema, 'output'],
   StoreInfo: [contract.StoreInfoSchema, 'output'],
   ObjectVersion: [contract.ObjectVersionSchema, 'output'],
-  ObjectHistory: [contract.VersionListingSchema.shape.workspace, 'output'],
+  ObjectHistory: [contract.ObjectHistorySchema, 'output'],
   VersionListing: [contract.VersionListingSchema, 'output'],
   VersionContent: [contract.VersionContentSchema, 'output'],
   PublishRequest: [contract.PublishRequestSchema, 'input'],
