@@ -7,6 +7,7 @@ export default tseslint.config(
       '**/lib/**',
       '**/node_modules/**',
       '.venv/**',
+      '.venv-ecosystem/**',
       'coverage/**',
       // The prebuilt JupyterLab extension (a bundle) and the UI tests' output.
       'packages/server/labextensions/**',

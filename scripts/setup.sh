@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Install everything jupyter-store needs from the project's own files: npm packages, a
 # project-local Python venv with Jupyter Server and JupyterLab, with --browser Debian's chromium,
-# with --object-servers MinIO and versitygw (built with Go, cached outside the repo), then build
-# the TypeScript.
+# with --object-servers MinIO, versitygw and the MinIO client mc (built with Go, cached outside the
+# repo), with --ecosystem a second venv (.venv-ecosystem) with the Jupyter tools the ecosystem
+# tests run (jupyter-collaboration, jupytext, papermill, nbdime, JupyterHub...), then build the
+# TypeScript.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,12 +12,15 @@ log() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 
 browser=""
 object_servers=""
+ecosystem=""
 for arg in "$@"; do
   case "$arg" in
     --browser) browser=1 ;;
     --object-servers) object_servers=1 ;;
+    --ecosystem) ecosystem=1 ;;
     *)
-      printf 'error: unknown option %s (known: --browser, --object-servers)\n' "$arg" >&2
+      printf 'error: unknown option %s (known: --browser, --object-servers, --ecosystem)\n' \
+        "$arg" >&2
       exit 2
       ;;
   esac
@@ -34,6 +39,33 @@ if ! cmp -s requirements.txt .venv/.installed-requirements.txt 2>/dev/null; then
   python3 -m venv .venv
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
   cp requirements.txt .venv/.installed-requirements.txt
+fi
+
+# The ecosystem tests run real Jupyter tools (jupyter-collaboration, jupytext, papermill, nbdime,
+# JupyterHub, nbconvert) against the gateway, from their own venv so that .venv stays what
+# `scripts/start.sh` needs; only the test command asks for it (--ecosystem).
+# requirements-ecosystem.txt pins every package (a `pip freeze` lock) and must pin Jupyter Server,
+# JupyterLab and nbformat exactly as requirements.txt does.
+if [ -n "$ecosystem" ]; then
+  while IFS= read -r pin; do
+    pin="${pin%%#*}"
+    pin="${pin//[[:space:]]/}"
+    [ -n "$pin" ] || continue
+    if ! grep -qixF -- "$pin" requirements-ecosystem.txt; then
+      printf 'error: requirements.txt pins %s, but requirements-ecosystem.txt does not:\n' \
+        "$pin" >&2
+      printf '       both venvs must run the same Jupyter; update the ecosystem lock too.\n' >&2
+      exit 1
+    fi
+  done <requirements.txt
+  if ! cmp -s requirements-ecosystem.txt .venv-ecosystem/.installed-requirements.txt \
+    2>/dev/null; then
+    log "Creating the ecosystem venv (.venv-ecosystem) with the Jupyter tools the tests run"
+    python3 -m venv .venv-ecosystem
+    .venv-ecosystem/bin/python -m pip install --quiet --disable-pip-version-check \
+      -r requirements-ecosystem.txt
+    cp requirements-ecosystem.txt .venv-ecosystem/.installed-requirements.txt
+  fi
 fi
 
 # The browser tests drive Debian's chromium through playwright-core (no browser download);
@@ -68,9 +100,10 @@ if [ -n "$browser" ] && [ ! -e /usr/bin/chromium ]; then
   fi
 fi
 
-# The object-storage tests run real S3 servers: MinIO and versitygw, built from source with
-# `go install` at the versions pinned in scripts/object-servers.env (which the tests read too) and
-# cached per version outside the repo, so a cached binary needs neither Go nor the network.
+# The object-storage tests run real S3 servers, MinIO and versitygw, and the MinIO client mc, all
+# built from source with `go install` at the versions pinned in scripts/object-servers.env (which
+# the tests read too) and cached per version outside the repo, so a cached binary needs neither Go
+# nor the network.
 if [ -n "$object_servers" ]; then
   # shellcheck source=scripts/object-servers.env
   . scripts/object-servers.env
@@ -107,6 +140,7 @@ if [ -n "$object_servers" ]; then
   }
   go_install minio "$MINIO_MODULE" "$MINIO_VERSION"
   go_install versitygw "$VERSITYGW_MODULE" "$VERSITYGW_VERSION"
+  go_install mc "$MC_MODULE" "$MC_VERSION"
 fi
 
 log "Building the TypeScript packages"

@@ -2,7 +2,8 @@
  * Real S3 servers for the object-storage tests: MinIO and versitygw, each on a free loopback port
  * with its own temporary directory, started from the binaries that `scripts/setup.sh
  * --object-servers` (part of the README test command) builds with `go install` at the versions
- * pinned in `scripts/object-servers.env`, cached outside the repo.
+ * pinned in `scripts/object-servers.env`, cached outside the repo; the MinIO client `mc` too
+ * ({@link mcBinary}).
  *
  * A missing binary is an error, never a skip. Every server process is killed by `stop()` and, as a
  * safety net, when this process exits; where util-linux `setpriv` exists, the kernel also kills it
@@ -97,13 +98,28 @@ export function objectServerCacheBin(env: NodeJS.ProcessEnv = process.env): stri
  * @throws if it is missing, telling how to build it.
  */
 export function objectServerBinary(kind: ObjectServerKind): string {
-  const version = pinnedObjectServers()[kind === 'minio' ? 'MINIO_VERSION' : 'VERSITYGW_VERSION'];
-  if (!version) throw new Error(`${OBJECT_SERVERS_ENV} does not pin a ${kind} version`);
-  const binary = join(objectServerCacheBin(), `${kind}-${version}`);
+  return cachedBinary(kind, kind === 'minio' ? 'MINIO_VERSION' : 'VERSITYGW_VERSION');
+}
+
+/**
+ * The cached MinIO client `mc` at its pinned version (`MC_VERSION`), which `scripts/setup.sh
+ * --object-servers` builds beside the servers.
+ *
+ * @throws if it is missing, telling how to build it.
+ */
+export function mcBinary(): string {
+  return cachedBinary('mc', 'MC_VERSION');
+}
+
+/** `<cache>/bin/<name>-<pinned version>`; throws if it is not pinned or not built. */
+function cachedBinary(name: string, versionKey: string): string {
+  const version = pinnedObjectServers()[versionKey];
+  if (!version) throw new Error(`${OBJECT_SERVERS_ENV} does not pin a ${name} version`);
+  const binary = join(objectServerCacheBin(), `${name}-${version}`);
   if (!existsSync(binary)) {
     throw new Error(
       `${binary} is missing: run the README test command (bash scripts/test.sh), whose ` +
-        `'scripts/setup.sh --object-servers' builds ${kind} ${version} with Go into that cache ` +
+        `'scripts/setup.sh --object-servers' builds ${name} ${version} with Go into that cache ` +
         '(JUPYTER_STORE_CACHE, else $XDG_CACHE_HOME/jupyter-store, else ~/.cache/jupyter-store).'
     );
   }
