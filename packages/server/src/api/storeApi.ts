@@ -135,7 +135,8 @@ async function listVersions(archiving: Archiving, path: string): Promise<Version
     ]);
     const workspace = workspaceHistory.filter(version => !version.deleteMarker);
     // A delete marker on top: the notebook was deleted; its versions stay listed for restoring.
-    const newest = workspaceHistory[0];
+    // (The latest flag, not the position: versitygw lists markers before versions.)
+    const newest = workspaceHistory.find(version => version.isLatest);
     const deleted = newest?.deleteMarker
       ? { at: newest.lastModified.toISOString(), object_version_id: newest.versionId }
       : null;

@@ -70,17 +70,31 @@ export function checkObjectKey(key: string): void {
   if (key === '') {
     throw new ObjectStoreError('bad-request', 'An object key must not be empty', 'InvalidKey');
   }
-  if (!key.isWellFormed()) {
-    throw new ObjectStoreError(
-      'bad-request',
-      'An object key must be well-formed Unicode',
-      'InvalidKey'
-    );
+  checkKeyText(key, 'An object key');
+}
+
+/**
+ * Check a key prefix as {@link checkObjectKey} checks a key, except that it may be empty (every
+ * key).
+ *
+ * #### Notes
+ * A prefix that no key could start with (a lone surrogate, over 1024 bytes) is refused rather
+ * than answered with an empty listing: it can only come from a bug.
+ *
+ * @throws ObjectStoreError `bad-request` otherwise.
+ */
+export function checkObjectPrefix(prefix: string): void {
+  checkKeyText(prefix, 'An object key prefix');
+}
+
+function checkKeyText(text: string, what: string): void {
+  if (!text.isWellFormed()) {
+    throw new ObjectStoreError('bad-request', `${what} must be well-formed Unicode`, 'InvalidKey');
   }
-  if (Buffer.byteLength(key) > KEY_LIMIT_BYTES) {
+  if (Buffer.byteLength(text) > KEY_LIMIT_BYTES) {
     throw new ObjectStoreError(
       'bad-request',
-      `An object key must be at most ${KEY_LIMIT_BYTES} bytes long`,
+      `${what} must be at most ${KEY_LIMIT_BYTES} bytes long`,
       'KeyTooLongError'
     );
   }

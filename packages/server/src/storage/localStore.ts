@@ -3,13 +3,21 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { syncDirectory, writeFileAtomic } from '../contents/fileio';
 import { hasErrorCode } from '../errors';
-import { checkObjectKey, displayable, isValidBucketName, normalizeMetadata } from './keys';
+import {
+  checkObjectKey,
+  checkObjectPrefix,
+  displayable,
+  isValidBucketName,
+  normalizeMetadata
+} from './keys';
 import {
   ObjectStoreError,
   type IBucketCheck,
+  type IDeleteResult,
   type IObject,
   type IObjectHead,
   type IObjectStore,
+  type IObjectSummary,
   type IObjectVersion,
   type IPutResult
 } from './objectStore';
@@ -34,6 +42,15 @@ import {
  *   hex digits; within one process they increase in write order, because puts to one key are
  *   serialized and the clock is never allowed to run backwards. Separate processes writing the
  *   same key concurrently are not ordered against each other.
+ * - A delete writes a delete marker: a version file like any other, with a fresh version id,
+ *   flagged in its header and with no body, so it gets the same crash safety and the same place
+ *   in the order. When it is the greatest id the key reads as missing (`NoSuchKey`); reading the
+ *   marker by its id fails as S3 fails it (`MethodNotAllowed`, mapped to `not-found`). Its file
+ *   starts with a magic of its own, so a release that predates markers skips it as an
+ *   incomplete file instead of serving it as an empty object.
+ * - Listing a bucket's latest objects walks the hashed directories and reads each key's newest
+ *   header, since only the headers know the keys: fine for rebuilding an index, too slow for a
+ *   request path.
  * - Buckets are directories. `createBucket` makes one; the bucket named in the options is
  *   created on first use (not in the constructor, which cannot report a failure).
  */
@@ -42,6 +59,7 @@ export class LocalObjectStore implements IObjectStore {
     this._root = path.resolve(options.root);
     this._defaultBucket = options.defaultBucket;
     if (this._defaultBucket !== undefined) Private.checkBucketName(this._defaultBucket);
+    this._listPageSize = Private.checkPageSize(options.listPageSize ?? 1000);
     this.description = `local directory ${this._root}`;
   }
 
@@ -69,12 +87,10 @@ export class LocalObjectStore implements IObjectStore {
     Private.checkTarget(target);
     const metadata = normalizeMetadata(options.metadata);
     return this._run(target, async () => {
-      await this._requireBucket(bucket);
-      const directory = this._keyDirectory(bucket, key);
-      return this._serialize(directory, async () => {
-        await Private.makeDirectoryDurably(directory);
-        const versionId = Private.nextVersionId();
-        const header: Private.IHeader = {
+      const header = await this._write(
+        bucket,
+        key,
+        versionId => ({
           key,
           versionId,
           size: body.length,
@@ -82,13 +98,35 @@ export class LocalObjectStore implements IObjectStore {
           contentType: options.contentType ?? 'application/octet-stream',
           metadata,
           lastModified: Private.versionTime(versionId)
-        };
-        await writeFileAtomic(
-          path.join(directory, Private.versionFileName(versionId)),
-          Private.encodeVersion(header, body)
-        );
-        return { versionId, etag: header.etag };
-      });
+        }),
+        body
+      );
+      return { versionId: header.versionId, etag: header.etag };
+    });
+  }
+
+  /**
+   * Hide `key` behind a new delete marker; its versions stay. A key never written gets a marker
+   * too, as on S3.
+   */
+  async deleteObject(bucket: string, key: string): Promise<IDeleteResult> {
+    const target = { operation: 'delete', bucket, key };
+    Private.checkTarget(target);
+    return this._run(target, async () => {
+      const header = await this._write(
+        bucket,
+        key,
+        versionId => ({
+          key,
+          versionId,
+          size: 0,
+          metadata: {},
+          lastModified: Private.versionTime(versionId),
+          deleteMarker: true
+        }),
+        Buffer.alloc(0)
+      );
+      return { versionId: header.versionId };
     });
   }
 
@@ -127,20 +165,79 @@ export class LocalObjectStore implements IObjectStore {
     });
   }
 
-  /** Every complete version of exactly `key`, newest first; empty for a key never written. */
-  async listVersions(bucket: string, key: string): Promise<IObjectVersion[]> {
+  /**
+   * Every complete version of exactly `key`, newest first; empty for a key never written.
+   *
+   * #### Notes
+   * The latest is the newest entry, delete markers included, also when markers are left out of
+   * the answer: a deleted key then has no latest version, as on S3.
+   */
+  async listVersions(
+    bucket: string,
+    key: string,
+    options: { includeDeleteMarkers?: boolean } = {}
+  ): Promise<IObjectVersion[]> {
     const target = { operation: 'list the versions of', bucket, key };
     Private.checkTarget(target);
     return this._run(target, async () => {
       await this._requireBucket(bucket);
       const headers = await this._versions(bucket, key);
-      return headers.map((header, index) => ({
+      const versions = headers.map((header, index): IObjectVersion => ({
         versionId: header.versionId,
         lastModified: new Date(header.lastModified),
         size: header.size,
-        isLatest: index === 0
+        isLatest: index === 0,
+        ...(header.deleteMarker ? { deleteMarker: true } : {})
       }));
+      return options.includeDeleteMarkers
+        ? versions
+        : versions.filter(version => !version.deleteMarker);
     });
+  }
+
+  /**
+   * Every key below `prefix` whose newest entry is not a delete marker, in no particular order.
+   *
+   * #### Notes
+   * The keys exist only in the version headers, so every key directory of the bucket is visited
+   * (in hash order) and its newest complete header read, whatever the prefix. Directories are
+   * read `listPageSize` at a time, each page as one call that `close()` waits for; the generator
+   * holds nothing between pages but one shard's directory names.
+   */
+  async *listLatest(bucket: string, prefix: string): AsyncGenerator<IObjectSummary> {
+    const target = { operation: Private.listOperation(prefix), bucket };
+    Private.checkTarget(target);
+    checkObjectPrefix(prefix);
+    const objects = path.join(this._bucketDirectory(bucket), 'objects');
+    const shards = await this._run(target, async () => {
+      await this._requireBucket(bucket);
+      return Private.directoryNames(objects, Private.isShardName);
+    });
+    for (const shard of shards) {
+      const shardDirectory = path.join(objects, shard);
+      const hashes = await this._run(target, () =>
+        Private.directoryNames(shardDirectory, name => Private.isKeyHashIn(name, shard))
+      );
+      for (let start = 0; start < hashes.length; start += this._listPageSize) {
+        const page = hashes.slice(start, start + this._listPageSize);
+        const latest = await this._run(target, () =>
+          Private.mapInBatches(page, async hash => {
+            const directory = path.join(shardDirectory, hash);
+            const [header] = await Private.readVersions(directory, { hash }, 1);
+            return header;
+          })
+        );
+        for (const header of latest) {
+          if (!header || header.deleteMarker || !header.key.startsWith(prefix)) continue;
+          yield {
+            key: header.key,
+            size: header.size,
+            etag: header.etag,
+            lastModified: new Date(header.lastModified)
+          };
+        }
+      }
+    }
   }
 
   /** An existing bucket directory is a bucket, always versioned (`Enabled`). */
@@ -225,7 +322,8 @@ export class LocalObjectStore implements IObjectStore {
     const target = { operation: 'read', bucket, key, versionId };
     if (versionId === undefined) {
       const [latest] = await this._versions(bucket, key, 1);
-      if (!latest) throw Private.notFound(target, 'NoSuchKey');
+      // A delete marker on top hides the key, as on S3.
+      if (!latest || latest.deleteMarker) throw Private.notFound(target, 'NoSuchKey');
       return {
         header: latest,
         file: path.join(directory, Private.versionFileName(latest.versionId))
@@ -244,48 +342,44 @@ export class LocalObjectStore implements IObjectStore {
     const file = path.join(directory, Private.versionFileName(versionId));
     const header = await Private.readHeader(file, key, versionId);
     if (!header) throw Private.notFound(target, 'NoSuchVersion');
+    // S3 answers 405 MethodNotAllowed for a delete marker's version: there is nothing to read.
+    if (header.deleteMarker) throw Private.notFound(target, 'MethodNotAllowed');
     return { header, file };
   }
 
   /**
-   * The complete versions of `key`, newest first; with `limit`, only that many (the latest
-   * is found without reading every header).
+   * The complete versions of `key` (delete markers included), newest first; with `limit`, only
+   * that many (the latest is found without reading every header).
    */
   private async _versions(
     bucket: string,
     key: string,
     limit = Infinity
   ): Promise<Private.IHeader[]> {
+    return Private.readVersions(this._keyDirectory(bucket, key), { key }, limit);
+  }
+
+  /**
+   * Write a new version file of `key` (an object or a delete marker) after the key's earlier
+   * writes, with a fresh version id; see the class notes for crash safety.
+   */
+  private async _write(
+    bucket: string,
+    key: string,
+    header: (versionId: string) => Private.IHeader,
+    body: Buffer
+  ): Promise<Private.IHeader> {
+    await this._requireBucket(bucket);
     const directory = this._keyDirectory(bucket, key);
-    let names: string[];
-    try {
-      names = await fs.readdir(directory);
-    } catch (error) {
-      if (hasErrorCode(error, 'ENOENT', 'ENOTDIR')) return [];
-      throw error;
-    }
-    const ids = names
-      .map(Private.versionIdOfFileName)
-      .filter((id): id is string => id !== undefined)
-      .sort()
-      .reverse();
-    const headers: Private.IHeader[] = [];
-    // Read headers in batches: a key with thousands of versions must not open thousands of
-    // files at once, and finding the latest usually needs only the first.
-    const batchSize = Math.min(64, limit);
-    for (let start = 0; start < ids.length && headers.length < limit; start += batchSize) {
-      const batch = ids.slice(start, start + batchSize);
-      const read = await Promise.all(
-        batch.map(id =>
-          Private.readHeader(path.join(directory, Private.versionFileName(id)), key, id)
-        )
+    return this._serialize(directory, async () => {
+      await Private.makeDirectoryDurably(directory);
+      const written = header(Private.nextVersionId());
+      await writeFileAtomic(
+        path.join(directory, Private.versionFileName(written.versionId)),
+        Private.encodeVersion(written, body)
       );
-      for (const header of read) {
-        // An incomplete file is skipped: it is not a version (see Private.readHeader).
-        if (header && headers.length < limit) headers.push(header);
-      }
-    }
-    return headers;
+      return written;
+    });
   }
 
   /** Run `call` after every earlier call for the same key directory, so ids follow write order. */
@@ -311,12 +405,13 @@ export class LocalObjectStore implements IObjectStore {
   }
 
   private _keyDirectory(bucket: string, key: string): string {
-    const hash = createHash('sha256').update(key, 'utf8').digest('hex');
+    const hash = Private.keyHash(key);
     return path.join(this._bucketDirectory(bucket), 'objects', hash.slice(0, 2), hash);
   }
 
   private readonly _root: string;
   private readonly _defaultBucket: string | undefined;
+  private readonly _listPageSize: number;
   private _defaultBucketReady: Promise<void> | undefined;
   private _closed = false;
   private readonly _pending = new Set<Promise<unknown>>();
@@ -329,6 +424,8 @@ export namespace LocalObjectStore {
     root: string;
     /** A bucket created on first use when missing (the embedded default's own bucket). */
     defaultBucket?: string;
+    /** Key directories `listLatest` reads per page; default 1000 (tests make it small). */
+    listPageSize?: number;
   }
 }
 
@@ -345,16 +442,27 @@ namespace Private {
   export interface IHeader {
     readonly key: string;
     readonly versionId: string;
+    /** 0 for a delete marker. */
     readonly size: number;
-    readonly etag: string;
-    readonly contentType: string;
+    /** Absent on a delete marker, which has no body. */
+    readonly etag?: string;
+    /** Absent on a delete marker. */
+    readonly contentType?: string;
     readonly metadata: Readonly<Record<string, string>>;
     /** Milliseconds since the epoch. */
     readonly lastModified: number;
+    /** True on a delete marker. */
+    readonly deleteMarker?: boolean;
   }
 
-  /** First bytes of every version file; a later format gets a new magic. */
+  /** First bytes of every object version file; a later format gets a new magic. */
   const MAGIC = Buffer.from('JSOBJv1\n', 'latin1');
+
+  /**
+   * First bytes of every delete marker file, of MAGIC's length. Older releases know only MAGIC,
+   * so they skip a marker as an incomplete file rather than read it as an empty object.
+   */
+  const MARKER_MAGIC = Buffer.from('JSDELv1\n', 'latin1');
 
   /** Magic plus a 32-bit header length. */
   const PREAMBLE_BYTES = MAGIC.length + 4;
@@ -378,6 +486,24 @@ namespace Private {
     if (!name.endsWith(VERSION_SUFFIX)) return undefined;
     const id = name.slice(0, -VERSION_SUFFIX.length);
     return isVersionId(id) ? id : undefined;
+  }
+
+  /** The name of a key's directory: the SHA-256 of its UTF-8 bytes, in lowercase hex. */
+  export function keyHash(key: string): string {
+    return createHash('sha256').update(key, 'utf8').digest('hex');
+  }
+
+  const SHARD_NAME = /^[0-9a-f]{2}$/;
+  const KEY_HASH = /^[0-9a-f]{64}$/;
+
+  /** Is `name` one of the 256 directories that key directories are spread over? */
+  export function isShardName(name: string): boolean {
+    return SHARD_NAME.test(name);
+  }
+
+  /** Is `name` a key directory's name that belongs in the shard `shard`? */
+  export function isKeyHashIn(name: string, shard: string): boolean {
+    return KEY_HASH.test(name) && name.startsWith(shard);
   }
 
   /** The time part of a version id, in ms. */
@@ -412,7 +538,60 @@ namespace Private {
     const json = Buffer.from(JSON.stringify(header), 'utf8');
     const length = Buffer.alloc(4);
     length.writeUInt32BE(json.length);
-    return [MAGIC, length, json, body];
+    return [header.deleteMarker ? MARKER_MAGIC : MAGIC, length, json, body];
+  }
+
+  /** Whether a file's first bytes are an object version's or a delete marker's; undefined if neither. */
+  function kindOf(bytes: Buffer): 'object' | 'marker' | undefined {
+    if (bytes.length < MAGIC.length) return undefined;
+    const magic = bytes.subarray(0, MAGIC.length);
+    return magic.equals(MAGIC) ? 'object' : magic.equals(MARKER_MAGIC) ? 'marker' : undefined;
+  }
+
+  /**
+   * The complete versions in a key's directory (delete markers included), newest first; with
+   * `limit`, only that many.
+   *
+   * #### Notes
+   * `owner` is the key the directory is for; a caller that walks directories without knowing
+   * their keys gives the directory's name (the key's hash) instead, and a header then counts only
+   * if its key hashes to that name.
+   */
+  export async function readVersions(
+    directory: string,
+    owner: { readonly key: string } | { readonly hash: string },
+    limit = Infinity
+  ): Promise<IHeader[]> {
+    const key = 'key' in owner ? owner.key : undefined;
+    let names: string[];
+    try {
+      names = await fs.readdir(directory);
+    } catch (error) {
+      if (hasErrorCode(error, 'ENOENT', 'ENOTDIR')) return [];
+      throw error;
+    }
+    const ids = names
+      .map(versionIdOfFileName)
+      .filter((id): id is string => id !== undefined)
+      .sort()
+      .reverse();
+    const headers: IHeader[] = [];
+    // Read headers in batches: a key with thousands of versions must not open thousands of
+    // files at once, and finding the latest usually needs only the first.
+    const batchSize = Math.min(READ_BATCH, limit);
+    for (let start = 0; start < ids.length && headers.length < limit; start += batchSize) {
+      const batch = ids.slice(start, start + batchSize);
+      const read = await Promise.all(
+        batch.map(id => readHeader(path.join(directory, versionFileName(id)), key, id))
+      );
+      for (const header of read) {
+        // An incomplete file is skipped: it is not a version (see readHeader).
+        if (!header || headers.length >= limit) continue;
+        if ('hash' in owner && keyHash(header.key) !== owner.hash) continue;
+        headers.push(header);
+      }
+    }
+    return headers;
   }
 
   /**
@@ -431,10 +610,13 @@ namespace Private {
     return { header, body: bytes.subarray(start) };
   }
 
-  /** The header of a version file, checked against its file's length; undefined if absent or incomplete. */
+  /**
+   * The header of a version file, checked against its file's length; undefined if absent or
+   * incomplete. With `key` undefined, a header of any key counts (the caller checks its hash).
+   */
   export async function readHeader(
     file: string,
-    key: string,
+    key: string | undefined,
     versionId: string
   ): Promise<IHeader | undefined> {
     let handle: fs.FileHandle;
@@ -448,9 +630,7 @@ namespace Private {
       const { size } = await handle.stat();
       const preamble = Buffer.alloc(PREAMBLE_BYTES);
       const { bytesRead } = await handle.read(preamble, 0, PREAMBLE_BYTES, 0);
-      if (bytesRead < PREAMBLE_BYTES || !preamble.subarray(0, MAGIC.length).equals(MAGIC)) {
-        return undefined;
-      }
+      if (bytesRead < PREAMBLE_BYTES || kindOf(preamble) === undefined) return undefined;
       const headerLength = preamble.readUInt32BE(MAGIC.length);
       if (headerLength > HEADER_LIMIT_BYTES) return undefined;
       const json = Buffer.alloc(headerLength);
@@ -464,10 +644,13 @@ namespace Private {
     }
   }
 
-  function parseHeader(bytes: Buffer, key: string, versionId: string): IHeader | undefined {
-    if (bytes.length < PREAMBLE_BYTES || !bytes.subarray(0, MAGIC.length).equals(MAGIC)) {
-      return undefined;
-    }
+  function parseHeader(
+    bytes: Buffer,
+    key: string | undefined,
+    versionId: string
+  ): IHeader | undefined {
+    const kind = kindOf(bytes);
+    if (bytes.length < PREAMBLE_BYTES || kind === undefined) return undefined;
     const headerLength = bytes.readUInt32BE(MAGIC.length);
     if (headerLength > HEADER_LIMIT_BYTES || bytes.length < PREAMBLE_BYTES + headerLength) {
       return undefined;
@@ -480,10 +663,57 @@ namespace Private {
     } catch {
       return undefined;
     }
+    if (typeof header?.key !== 'string' || header.versionId !== versionId) return undefined;
     // The key check also guards against a hash collision, however unlikely.
-    if (header?.key !== key || header.versionId !== versionId) return undefined;
+    if (key !== undefined && header.key !== key) return undefined;
     if (!Number.isSafeInteger(header.size) || header.size < 0) return undefined;
+    // The magic and the flag must agree, and a marker has no body.
+    const marker = header.deleteMarker === true;
+    if (marker !== (kind === 'marker') || (marker && header.size !== 0)) return undefined;
     return header;
+  }
+
+  /** Files opened at once by one call: enough to overlap reads, far below descriptor limits. */
+  const READ_BATCH = 64;
+
+  /** `each` over `items`, READ_BATCH at a time, results in the order of `items`. */
+  export async function mapInBatches<T, R>(
+    items: readonly T[],
+    each: (item: T) => Promise<R>
+  ): Promise<R[]> {
+    const results: R[] = [];
+    for (let start = 0; start < items.length; start += READ_BATCH) {
+      results.push(...(await Promise.all(items.slice(start, start + READ_BATCH).map(each))));
+    }
+    return results;
+  }
+
+  /** The sorted names in `directory` that `accept` takes; none if it does not exist. */
+  export async function directoryNames(
+    directory: string,
+    accept: (name: string) => boolean
+  ): Promise<string[]> {
+    try {
+      return (await fs.readdir(directory)).filter(accept).sort();
+    } catch (error) {
+      if (hasErrorCode(error, 'ENOENT', 'ENOTDIR')) return [];
+      throw error;
+    }
+  }
+
+  /** A listing's page size, checked once in the constructor: a bad one is a programming error. */
+  export function checkPageSize(size: number): number {
+    if (!Number.isSafeInteger(size) || size < 1) {
+      throw new RangeError(`A listing page size must be a positive integer, not ${size}`);
+    }
+    return size;
+  }
+
+  /** The operation of a `listLatest` call, for messages: names the prefix when there is one. */
+  export function listOperation(prefix: string): string {
+    return prefix === ''
+      ? 'list the objects of'
+      : `list the objects below "${displayable(prefix)}" of`;
   }
 
   /**
@@ -526,17 +756,25 @@ namespace Private {
       : `version "${displayable(target.versionId)}" of ${where}`;
   }
 
+  /**
+   * A `not-found` error with S3's code: `MethodNotAllowed` is S3's (405) answer to reading a
+   * delete marker by its version id, which the S3 adapter maps to `not-found` too.
+   */
   export function notFound(
     target: ITarget,
-    code: 'NoSuchBucket' | 'NoSuchKey' | 'NoSuchVersion'
+    code: 'NoSuchBucket' | 'NoSuchKey' | 'NoSuchVersion' | 'MethodNotAllowed'
   ): ObjectStoreError {
+    const version = () =>
+      `Version "${displayable(target.versionId ?? '')}" of ` +
+      `${describe({ ...target, versionId: undefined })}`;
     const message =
       code === 'NoSuchBucket'
         ? `The bucket "${displayable(target.bucket)}" does not exist`
         : code === 'NoSuchVersion'
-          ? `Version "${displayable(target.versionId ?? '')}" of ` +
-            `${describe({ ...target, versionId: undefined })} does not exist`
-          : `${describe(target)} does not exist`;
+          ? `${version()} does not exist`
+          : code === 'MethodNotAllowed'
+            ? `${version()} is a delete marker`
+            : `${describe(target)} does not exist`;
     return new ObjectStoreError('not-found', `${message} (${code})`, code);
   }
 

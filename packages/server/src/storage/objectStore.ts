@@ -30,12 +30,37 @@ export interface IObjectHead {
   readonly metadata: Readonly<Record<string, string>>;
 }
 
+/** What a delete returns. */
+export interface IDeleteResult {
+  /**
+   * The id of the delete marker the key now ends with; null on a bucket without versioning, and
+   * where the server wrote no marker (see {@link IObjectStore.deleteObject}).
+   */
+  readonly versionId: string | null;
+}
+
 /** One version of a key, as a version listing shows it. */
 export interface IObjectVersion {
   readonly versionId: string;
   readonly lastModified: Date;
+  /** 0 for a delete marker. */
   readonly size: number;
+  /** True for the newest entry of the key, whether a version or a delete marker. */
   readonly isLatest: boolean;
+  /**
+   * True for a delete marker: the entry a delete left, which hides the key without removing its
+   * versions. Listed only when asked for (`includeDeleteMarkers`).
+   */
+  readonly deleteMarker?: boolean;
+}
+
+/** A key whose latest version is an object (not a delete marker), as a listing shows it. */
+export interface IObjectSummary {
+  readonly key: string;
+  readonly size: number;
+  /** As `head()` reports it: quoted. */
+  readonly etag?: string;
+  readonly lastModified: Date;
 }
 
 /** What a bucket check found. */
@@ -100,8 +125,44 @@ export interface IObjectStore {
   /** Describe `key`, or one of its versions, without reading it. */
   head(bucket: string, key: string, versionId?: string): Promise<IObjectHead>;
 
-  /** Every version of exactly `key` (not of keys it prefixes), newest first. */
-  listVersions(bucket: string, key: string): Promise<IObjectVersion[]>;
+  /**
+   * Hide `key` behind a new delete marker (S3 DeleteObject without a version id).
+   *
+   * #### Notes
+   * On a versioned bucket nothing is removed: every earlier version stays readable by its id,
+   * and a later put makes the key visible again. Reads of the key without a version id, and reads
+   * naming the marker's own id, then fail as `not-found`. Deleting a key that does not exist
+   * succeeds. Servers differ in what it leaves: S3 and the embedded store add a marker every time;
+   * MinIO adds none for a key without versions (the answer's id is then null) and none on top of
+   * a marker (it answers with that marker's id); versitygw adds none for a key without versions.
+   */
+  deleteObject(bucket: string, key: string): Promise<IDeleteResult>;
+
+  /**
+   * Every version of exactly `key` (not of keys it prefixes), newest first.
+   *
+   * #### Notes
+   * Delete markers are left out unless `includeDeleteMarkers` is set, so callers that only read
+   * versions need not know about them. `isLatest` is the store's: when a delete marker is the
+   * newest entry, no listed version is the latest.
+   */
+  listVersions(
+    bucket: string,
+    key: string,
+    options?: { includeDeleteMarkers?: boolean }
+  ): Promise<IObjectVersion[]>;
+
+  /**
+   * Every key that starts with `prefix` (a plain string prefix, as S3's ListObjectsV2 takes it;
+   * empty for the whole bucket) and whose latest version is not a delete marker, with that
+   * version's size, ETag and time.
+   *
+   * #### Notes
+   * Pages are fetched as the caller iterates, so a bucket of any size never sits in memory whole.
+   * The order is the store's: S3 servers list keys in UTF-8 byte order, the embedded store in an
+   * order of its own.
+   */
+  listLatest(bucket: string, prefix: string): AsyncIterable<IObjectSummary>;
 
   /**
    * Check that the bucket exists and that these credentials may use it (HeadBucket), and report

@@ -1,21 +1,27 @@
 import {
+  DeleteObjectCommand,
   GetBucketVersioningCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
   ListObjectVersionsCommand,
   PutObjectCommand,
   S3Client,
+  type ListObjectVersionsCommandOutput,
   type S3ClientConfig
 } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { checkObjectKey, displayable, normalizeMetadata } from './keys';
+import { Readable } from 'node:stream';
+import { checkObjectKey, checkObjectPrefix, displayable, normalizeMetadata } from './keys';
 import {
   ObjectStoreError,
   type IBucketCheck,
+  type IDeleteResult,
   type IObject,
   type IObjectHead,
   type IObjectStore,
+  type IObjectSummary,
   type IObjectVersion,
   type IPutResult
 } from './objectStore';
@@ -35,6 +41,7 @@ export class S3ObjectStore implements IObjectStore {
   constructor(options: S3ObjectStore.IOptions) {
     this._connectionTimeoutMs = options.connectionTimeoutMs ?? 5000;
     this._requestTimeoutMs = options.requestTimeoutMs ?? 30000;
+    this._listPageSize = Private.checkPageSize(options.listPageSize ?? 1000);
     const where = options.endpoint ? Private.endpointForDisplay(options.endpoint) : 'AWS S3';
     this._where = where;
     this.description = `${where}, region ${options.region}`;
@@ -164,7 +171,26 @@ export class S3ObjectStore implements IObjectStore {
   }
 
   /**
-   * Every version of exactly `key`, newest first, delete markers left out.
+   * Hide `key` behind a delete marker with DeleteObject, naming no version.
+   *
+   * #### Notes
+   * Without a version id a versioned bucket removes nothing. A retry after an ambiguous failure
+   * can leave a second marker on top of the first, which readers cannot tell apart from one.
+   * MinIO and versitygw write no marker for a key that has no version at all and answer without
+   * a version id (null here), where S3 writes one; MinIO also writes none on top of a marker and
+   * answers with that marker's id.
+   */
+  async deleteObject(bucket: string, key: string): Promise<IDeleteResult> {
+    const target = { operation: 'delete', bucket, key };
+    Private.checkTarget(target);
+    const output = await this._guard(target, () =>
+      this._client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }))
+    );
+    return { versionId: output.VersionId ?? null };
+  }
+
+  /**
+   * Every version of exactly `key`, newest first; delete markers only when asked for.
    *
    * #### Notes
    * ListObjectVersions can only filter by prefix, so `a.ipynb` also lists `a.ipynb.bak` and
@@ -172,36 +198,42 @@ export class S3ObjectStore implements IObjectStore {
    * longer key it prefixes, so paging stops at the first other key. Versions keep the server's
    * order, which S3 defines as newest first (MinIO and versitygw follow it; LastModified has only
    * second precision on some servers, so it could not order them anyway).
+   *
+   * The SDK parses versions and delete markers into two lists, losing how the server interleaved
+   * them; with `includeDeleteMarkers` that order is read from the answer's XML itself (see
+   * {@link Private.recordEntryOrder}), for the same reason. versitygw 1.7.0 does not interleave:
+   * it writes all of a page's delete markers before all of its versions, so a marker older than
+   * a version is listed before it there (each kind is still newest first, and `isLatest` right).
    */
-  async listVersions(bucket: string, key: string): Promise<IObjectVersion[]> {
+  async listVersions(
+    bucket: string,
+    key: string,
+    options: { includeDeleteMarkers?: boolean } = {}
+  ): Promise<IObjectVersion[]> {
     const target = { operation: 'list the versions of', bucket, key };
     Private.checkTarget(target);
     const versions: IObjectVersion[] = [];
     let keyMarker: string | undefined;
     let versionIdMarker: string | undefined;
     while (true) {
-      const page = await this._guard(target, () =>
-        this._client.send(
-          new ListObjectVersionsCommand({
-            Bucket: bucket,
-            Prefix: key,
-            KeyMarker: keyMarker,
-            VersionIdMarker: versionIdMarker
-          })
-        )
-      );
+      const command = new ListObjectVersionsCommand({
+        Bucket: bucket,
+        Prefix: key,
+        KeyMarker: keyMarker,
+        VersionIdMarker: versionIdMarker
+      });
+      const order = options.includeDeleteMarkers ? Private.recordEntryOrder(command) : undefined;
+      const page = await this._guard(target, () => this._client.send(command));
+      const entries = order
+        ? Private.entriesInOrder(page, order.kinds)
+        : Private.entries(page.Versions, false);
       let passedKey = false;
-      for (const version of page.Versions ?? []) {
-        if (version.Key !== key) {
+      for (const entry of entries) {
+        if (entry.key !== key) {
           passedKey = true;
           continue;
         }
-        versions.push({
-          versionId: version.VersionId ?? 'null',
-          lastModified: version.LastModified ?? new Date(0),
-          size: version.Size ?? 0,
-          isLatest: version.IsLatest ?? false
-        });
+        versions.push(entry.version);
       }
       passedKey ||= (page.DeleteMarkers ?? []).some(marker => marker.Key !== key);
       if (passedKey || !page.IsTruncated) return versions;
@@ -209,6 +241,44 @@ export class S3ObjectStore implements IObjectStore {
       versionIdMarker = page.NextVersionIdMarker;
       if (keyMarker === undefined) return versions;
     }
+  }
+
+  /**
+   * Every key below `prefix` whose latest version is not a delete marker, in UTF-8 byte order,
+   * with ListObjectsV2.
+   *
+   * #### Notes
+   * ListObjectsV2 on a versioned bucket already lists only keys whose latest entry is an object.
+   * One page (`listPageSize` keys, 1000 by default, S3's maximum) is fetched at a time, when the
+   * caller has consumed the one before.
+   */
+  async *listLatest(bucket: string, prefix: string): AsyncGenerator<IObjectSummary> {
+    const target = { operation: Private.listOperation(prefix), bucket };
+    Private.checkTarget(target);
+    checkObjectPrefix(prefix);
+    let token: string | undefined;
+    do {
+      const page = await this._guard(target, () =>
+        this._client.send(
+          new ListObjectsV2Command({
+            Bucket: bucket,
+            Prefix: prefix === '' ? undefined : prefix,
+            ContinuationToken: token,
+            MaxKeys: this._listPageSize
+          })
+        )
+      );
+      for (const object of page.Contents ?? []) {
+        if (object.Key === undefined) continue;
+        yield {
+          key: object.Key,
+          size: object.Size ?? 0,
+          etag: object.ETag,
+          lastModified: object.LastModified ?? new Date(0)
+        };
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token !== undefined);
   }
 
   /** HeadBucket (existence and permission), then GetBucketVersioning. */
@@ -284,6 +354,7 @@ export class S3ObjectStore implements IObjectStore {
   private readonly _where: string;
   private readonly _connectionTimeoutMs: number;
   private readonly _requestTimeoutMs: number;
+  private readonly _listPageSize: number;
 }
 
 export namespace S3ObjectStore {
@@ -304,12 +375,14 @@ export namespace S3ObjectStore {
     checksums?: 'when_supported' | 'when_required';
     /** Attempts per call including the first (SDK standard retries); default 3. */
     maxAttempts?: number;
+    /** Keys per ListObjectsV2 page in `listLatest`; default 1000 (tests make it small). */
+    listPageSize?: number;
   }
 }
 
 /** What a failed call was doing, for the message. */
 export interface IFailedCall {
-  /** A verb: `read`, `write`, `check`, `list the versions of`. */
+  /** A verb: `read`, `write`, `delete`, `check`, `list the versions of`, `list the objects of`. */
   readonly operation: string;
   readonly bucket: string;
   readonly key?: string;
@@ -355,6 +428,19 @@ export function toObjectStoreError(error: unknown, call: IFailedCall): ObjectSto
       code,
       ambiguous
     );
+  }
+  if (facts.deleteMarker && (status === 404 || status === 405)) {
+    // The read met a delete marker: S3 answers 404 NoSuchKey when the marker is the latest entry
+    // and 405 MethodNotAllowed when the call named the marker's own version id. Both mean there
+    // is nothing to read, as the embedded store says with the same codes; a HEAD answer has no
+    // body, so the code is taken from the status.
+    const markerCode = status === 405 ? 'MethodNotAllowed' : 'NoSuchKey';
+    const message =
+      status === 405
+        ? `Version "${displayable(call.versionId ?? '')}" of ` +
+          `${Private.describe({ ...call, versionId: undefined })} is a delete marker`
+        : `${what} does not exist`;
+    return new ObjectStoreError('not-found', `${message} (${markerCode})`, markerCode, ambiguous);
   }
   const deniedByName = Private.ACCESS_DENIED_NAMES.has(name);
   if (!deniedByName && (Private.NOT_FOUND_NAMES.has(name) || status === 404)) {
@@ -443,7 +529,9 @@ namespace Private {
     ...CREDENTIAL_CODES,
     'NoSuchKey',
     'NoSuchBucket',
-    'NoSuchVersion'
+    'NoSuchVersion',
+    // Only ever given to an answer that says it met a delete marker (see toObjectStoreError).
+    'MethodNotAllowed'
   ]);
 
   /** Codes and names that mean "these credentials may not do this". */
@@ -507,11 +595,18 @@ namespace Private {
     readonly code: string;
     readonly socketCode?: string;
     readonly message: string;
+    /** The answer carried `x-amz-delete-marker: true`: the key or version is a delete marker. */
+    readonly deleteMarker: boolean;
   }
 
   export function facts(error: unknown): IFacts {
     if (typeof error !== 'object' || error === null) {
-      return { name: 'UnknownError', code: 'UnknownError', message: String(error) };
+      return {
+        name: 'UnknownError',
+        code: 'UnknownError',
+        message: String(error),
+        deleteMarker: false
+      };
     }
     const record = error as {
       name?: unknown;
@@ -519,7 +614,7 @@ namespace Private {
       message?: unknown;
       errors?: unknown;
       $metadata?: { httpStatusCode?: unknown };
-      $response?: { statusCode?: unknown };
+      $response?: { statusCode?: unknown; headers?: Record<string, unknown> };
     };
     const name = typeof record.name === 'string' ? record.name : 'Error';
     const rawStatus = record.$metadata?.httpStatusCode ?? record.$response?.statusCode;
@@ -540,7 +635,12 @@ namespace Private {
         ? String(status)
         : name
       : (socketCode ?? name);
-    return { name, status, code, socketCode, message };
+    const headers = Object.entries(record.$response?.headers ?? {});
+    const deleteMarker = headers.some(
+      ([header, value]) =>
+        header.toLowerCase() === 'x-amz-delete-marker' && String(value).toLowerCase() === 'true'
+    );
+    return { name, status, code, socketCode, message, deleteMarker };
   }
 
   /**
@@ -688,6 +788,121 @@ namespace Private {
     } catch {
       return 'an invalid endpoint URL';
     }
+  }
+
+  /** A listing's page size, checked once in the constructor: a bad one is a programming error. */
+  export function checkPageSize(size: number): number {
+    if (!Number.isSafeInteger(size) || size < 1 || size > 1000) {
+      throw new RangeError(`A listing page size must be an integer from 1 to 1000, not ${size}`);
+    }
+    return size;
+  }
+
+  /** The operation of a `listLatest` call, for messages: names the prefix when there is one. */
+  export function listOperation(prefix: string): string {
+    return prefix === ''
+      ? 'list the objects of'
+      : `list the objects below "${displayable(prefix)}" of`;
+  }
+
+  /** One entry of a ListObjectVersions page: a version or a delete marker, with its key. */
+  export interface IEntry {
+    readonly key: string | undefined;
+    readonly version: IObjectVersion;
+  }
+
+  type ListedEntry = NonNullable<ListObjectVersionsCommandOutput['Versions']>[number] &
+    NonNullable<ListObjectVersionsCommandOutput['DeleteMarkers']>[number];
+
+  /** A page's versions, or its delete markers, as entries in the page's order. */
+  export function entries(
+    listed: readonly Partial<ListedEntry>[] | undefined,
+    deleteMarkers: boolean
+  ): IEntry[] {
+    return (listed ?? []).map(each => ({
+      key: each.Key,
+      version: {
+        versionId: each.VersionId ?? 'null',
+        lastModified: each.LastModified ?? new Date(0),
+        size: deleteMarkers ? 0 : (each.Size ?? 0),
+        isLatest: each.IsLatest ?? false,
+        ...(deleteMarkers ? { deleteMarker: true } : {})
+      }
+    }));
+  }
+
+  /** Which list each `<Version>` or `<DeleteMarker>` of an answer went to, in document order. */
+  export type EntryKind = 'version' | 'marker';
+
+  /**
+   * A page's versions and delete markers merged as the server ordered them.
+   *
+   * #### Notes
+   * `kinds` is the document order {@link recordEntryOrder} saw. When it is missing or does not
+   * match the parsed lists, the entries are ordered newest first by LastModified, the latest
+   * first among equal times: right except for entries of one key written within the same second
+   * on servers with second precision. (Entries of other keys are only counted, not kept, so their
+   * place does not matter.)
+   */
+  export function entriesInOrder(
+    page: ListObjectVersionsCommandOutput,
+    kinds: readonly EntryKind[] | undefined
+  ): IEntry[] {
+    const versions = entries(page.Versions, false);
+    const markers = entries(page.DeleteMarkers, true);
+    const count = (kind: EntryKind) => kinds?.filter(each => each === kind).length;
+    if (kinds && count('version') === versions.length && count('marker') === markers.length) {
+      let nextVersion = 0;
+      let nextMarker = 0;
+      return kinds.map(kind =>
+        kind === 'version' ? versions[nextVersion++] : markers[nextMarker++]
+      );
+    }
+    return [...versions, ...markers].sort(
+      (a, b) =>
+        b.version.lastModified.getTime() - a.version.lastModified.getTime() ||
+        Number(b.version.isLatest) - Number(a.version.isLatest)
+    );
+  }
+
+  /** `<Version>` and `<DeleteMarker>` elements; keys are escaped, so `<` is always markup. */
+  const ENTRY_TAG = /<(Version|DeleteMarker)>/g;
+
+  /**
+   * Record the order of the `<Version>` and `<DeleteMarker>` elements of one ListObjectVersions
+   * answer, which the SDK's parsed output does not keep.
+   *
+   * #### Notes
+   * A middleware of this command alone, inside the SDK's deserializer, reads the raw body of a
+   * 200 answer and hands the deserializer a new stream of the same bytes. Each attempt the SDK
+   * makes overwrites the record, so it describes the answer that was parsed.
+   */
+  export function recordEntryOrder(command: ListObjectVersionsCommand): {
+    readonly kinds?: EntryKind[];
+  } {
+    const record: { kinds?: EntryKind[] } = {};
+    command.middlewareStack.add(
+      next => async args => {
+        const result = await next(args);
+        const response = result.response as { statusCode?: number; body?: unknown };
+        const body = response?.body as Partial<AsyncIterable<Uint8Array>> | undefined;
+        // Node's handler answers with an IncomingMessage; anything else is left to the fallback.
+        if (response?.statusCode === 200 && typeof body?.[Symbol.asyncIterator] === 'function') {
+          const chunks: Buffer[] = [];
+          for await (const chunk of body as AsyncIterable<Uint8Array>) {
+            chunks.push(Buffer.from(chunk));
+          }
+          const bytes = Buffer.concat(chunks);
+          response.body = Readable.from([bytes]);
+          record.kinds = [...bytes.toString('utf8').matchAll(ENTRY_TAG)].map(match =>
+            match[1] === 'Version' ? 'version' : 'marker'
+          );
+        }
+        return result;
+      },
+      { step: 'deserialize', priority: 'low', name: 'jupyterStoreEntryOrder' }
+    );
+    return record;
   }
 
   export function lowerCaseKeys(

@@ -1,5 +1,6 @@
 import {
   checkObjectKey,
+  checkObjectPrefix,
   displayable,
   isValidBucketName,
   normalizeMetadata,
@@ -118,6 +119,19 @@ describe('storage/keys', () => {
       expect(thrown(() => checkObjectKey(''))?.kind).toBe('bad-request');
       expect(thrown(() => checkObjectKey('a'.repeat(1025)))?.code).toBe('KeyTooLongError');
       expect(thrown(() => checkObjectKey('a\uD800b'))?.kind).toBe('bad-request');
+    });
+  });
+
+  describe('#checkObjectPrefix()', () => {
+    it('accepts the empty prefix (every key) and any key', () => {
+      expect(thrown(() => checkObjectPrefix(''))).toBeUndefined();
+      expect(thrown(() => checkObjectPrefix('workspace/'))).toBeUndefined();
+      expect(thrown(() => checkObjectPrefix('é'.repeat(512)))).toBeUndefined();
+    });
+
+    it('refuses a prefix no key could start with as a bad request', () => {
+      expect(thrown(() => checkObjectPrefix('a'.repeat(1025)))?.code).toBe('KeyTooLongError');
+      expect(thrown(() => checkObjectPrefix('a\uD800'))?.kind).toBe('bad-request');
     });
   });
 

@@ -6,11 +6,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs/promises';
+import * as http from 'node:http';
 import * as net from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { LocalObjectStore } from '../../src/storage/localStore';
-import { ObjectStoreError, type IObjectStore } from '../../src/storage/objectStore';
+import {
+  ObjectStoreError,
+  type IObjectStore,
+  type IObjectSummary
+} from '../../src/storage/objectStore';
 import { S3ObjectStore } from '../../src/storage/s3Store';
 import { freePort } from '../support/jupyterServer';
 import {
@@ -56,6 +61,27 @@ async function timed<T>(call: Promise<T>): Promise<{ ms: number; result: T }> {
 
 const md5Etag = (body: Buffer) => `"${createHash('md5').update(body).digest('hex')}"`;
 
+/** Everything a listing yields, sorted by key (the embedded store lists in an order of its own). */
+async function collect(listing: AsyncIterable<IObjectSummary>): Promise<IObjectSummary[]> {
+  const all: IObjectSummary[] = [];
+  for await (const summary of listing) all.push(summary);
+  return all.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
+/**
+ * `count` names whose keys below `base` hash into one directory shard of the embedded store (the
+ * first byte of their SHA-256), so that its walk needs several pages there too.
+ */
+function keysInOneShard(base: string, count: number): string[] {
+  const shard = (key: string) => createHash('sha256').update(key, 'utf8').digest('hex').slice(0, 2);
+  const keys = [`${base}/0.ipynb`];
+  for (let index = 1; keys.length < count; index++) {
+    const key = `${base}/${index}.ipynb`;
+    if (shard(key) === shard(keys[0])) keys.push(key);
+  }
+  return keys;
+}
+
 let keyCounter = 0;
 /** A key no other test uses (tests share one bucket per store). */
 const freshKey = (name = 'nb.ipynb') =>
@@ -69,7 +95,7 @@ async function openFixture(kind: StoreKind): Promise<IFixture> {
       store,
       bucket: BUCKET,
       local: { store, root },
-      open: () => new LocalObjectStore({ root }),
+      open: (options = {}) => new LocalObjectStore({ root, listPageSize: options.listPageSize }),
       dispose: async () => {
         await store.close();
         await fs.rm(root, { recursive: true, force: true });
@@ -454,6 +480,269 @@ describe.each<StoreKind>(['embedded', 'minio', 'versitygw'])('object store: %s',
     });
   });
 
+  describe('#deleteObject()', () => {
+    it('hides the key behind a delete marker, keeping every version readable by id', async () => {
+      const key = freshKey();
+      const first = await store.put(bucket, key, Buffer.from('first'));
+      const second = await store.put(bucket, key, Buffer.from('second!'));
+      const marker = await store.deleteObject(bucket, key);
+      expect(marker.versionId).toEqual(expect.any(String));
+      expect([first.versionId, second.versionId]).not.toContain(marker.versionId);
+
+      const get = await failure(store.get(bucket, key));
+      expect(get).toMatchObject({ kind: 'not-found', code: 'NoSuchKey', retryable: false });
+      const head = await failure(store.head(bucket, key));
+      expect(head.kind).toBe('not-found');
+      // A HEAD answer has no body: MinIO and S3 send `x-amz-delete-marker: true` with the 404,
+      // which says NoSuchKey; versitygw 1.7.0 sends a bare 404, as for a key never written.
+      expect(head.code).toBe(kind === 'versitygw' ? 'NotFound' : 'NoSuchKey');
+
+      expect((await store.get(bucket, key, first.versionId!)).body.toString()).toBe('first');
+      expect((await store.get(bucket, key, second.versionId!)).body.toString()).toBe('second!');
+      expect((await store.head(bucket, key, second.versionId!)).size).toBe(7);
+    });
+
+    it('lists the delete marker only when asked, as the latest entry; versions are no longer latest', async () => {
+      const key = freshKey();
+      const first = await store.put(bucket, key, Buffer.from('first'));
+      const second = await store.put(bucket, key, Buffer.from('second!'));
+      const marker = await store.deleteObject(bucket, key);
+
+      const versions = await store.listVersions(bucket, key);
+      expect(versions.map(v => [v.versionId, v.isLatest, v.size, v.deleteMarker])).toEqual([
+        [second.versionId, false, 7, undefined],
+        [first.versionId, false, 5, undefined]
+      ]);
+      const all = await store.listVersions(bucket, key, { includeDeleteMarkers: true });
+      expect(all.map(v => [v.versionId, v.isLatest, v.size, v.deleteMarker])).toEqual([
+        [marker.versionId, true, 0, true],
+        [second.versionId, false, 7, undefined],
+        [first.versionId, false, 5, undefined]
+      ]);
+      expect(all[0].lastModified).toBeInstanceOf(Date);
+    });
+
+    it("answers a read of the delete marker's own version with not-found (S3's 405 MethodNotAllowed)", async () => {
+      const key = freshKey();
+      await store.put(bucket, key, Buffer.from('x'));
+      const marker = await store.deleteObject(bucket, key);
+      for (const call of [
+        () => store.get(bucket, key, marker.versionId!),
+        () => store.head(bucket, key, marker.versionId!)
+      ]) {
+        const error = await failure(call());
+        expect(error).toMatchObject({
+          kind: 'not-found',
+          code: 'MethodNotAllowed',
+          retryable: false
+        });
+        expect(error.message).toContain('is a delete marker');
+      }
+    });
+
+    it('makes the key visible again on the next put, keeping every version', async () => {
+      const key = freshKey();
+      const first = await store.put(bucket, key, Buffer.from('first'));
+      const marker = await store.deleteObject(bucket, key);
+      const revived = await store.put(bucket, key, Buffer.from('revived'));
+      const latest = await store.get(bucket, key);
+      expect(latest.versionId).toBe(revived.versionId);
+      expect(latest.body.toString()).toBe('revived');
+      expect((await store.head(bucket, key)).versionId).toBe(revived.versionId);
+      expect((await store.get(bucket, key, first.versionId!)).body.toString()).toBe('first');
+
+      const versions = await store.listVersions(bucket, key);
+      expect(versions.map(v => [v.versionId, v.isLatest])).toEqual([
+        [revived.versionId, true],
+        [first.versionId, false]
+      ]);
+      const all = await store.listVersions(bucket, key, { includeDeleteMarkers: true });
+      const listed = all.map(v => [v.versionId, v.isLatest, v.deleteMarker ?? false]);
+      if (kind !== 'versitygw') {
+        expect(listed).toEqual([
+          [revived.versionId, true, false],
+          [marker.versionId, false, true],
+          [first.versionId, false, false]
+        ]);
+      } else {
+        // versitygw 1.7.0 writes a listing's delete markers before its versions (its XML struct
+        // has two lists, where S3 interleaves them newest first), so the older marker comes
+        // first; each kind is still newest first, and isLatest is right.
+        expect(listed).toEqual([
+          [marker.versionId, false, true],
+          [revived.versionId, true, false],
+          [first.versionId, false, false]
+        ]);
+      }
+    });
+
+    it('keeps puts, deletes and puts in order over many entries', async () => {
+      const key = freshKey();
+      const expected: [string | null, boolean][] = [];
+      for (let round = 0; round < 3; round++) {
+        expected.unshift([
+          (await store.put(bucket, key, Buffer.from(`v${round}`))).versionId,
+          false
+        ]);
+        expected.unshift([(await store.deleteObject(bucket, key)).versionId, true]);
+      }
+      const all = await store.listVersions(bucket, key, { includeDeleteMarkers: true });
+      const listed = all.map(v => [v.versionId, v.deleteMarker ?? false]);
+      if (kind !== 'versitygw') {
+        expect(listed).toEqual(expected);
+      } else {
+        // Markers first, then versions: see the test above.
+        expect(listed).toEqual([
+          ...expected.filter(([, marker]) => marker),
+          ...expected.filter(([, marker]) => !marker)
+        ]);
+      }
+      expect(all.filter(v => v.isLatest).map(v => v.versionId)).toEqual([expected[0][0]]);
+    });
+
+    if (kind === 'embedded') {
+      it('leaves a delete marker on a key never written, as S3 does', async () => {
+        const key = freshKey();
+        const marker = await store.deleteObject(bucket, key);
+        expect(marker.versionId).toEqual(expect.any(String));
+        expect(await store.listVersions(bucket, key)).toEqual([]);
+        const all = await store.listVersions(bucket, key, { includeDeleteMarkers: true });
+        expect(all.map(v => [v.versionId, v.isLatest, v.deleteMarker])).toEqual([
+          [marker.versionId, true, true]
+        ]);
+        expect((await failure(store.get(bucket, key))).code).toBe('NoSuchKey');
+      });
+    } else {
+      // MinIO and versitygw 1.7.0 write no marker for a key that has no entry at all (AWS S3
+      // does): the delete succeeds without a version id, and nothing is listed.
+      it('succeeds on a key never written without leaving a marker', async () => {
+        const key = freshKey();
+        expect(await store.deleteObject(bucket, key)).toEqual({ versionId: null });
+        expect(await store.listVersions(bucket, key, { includeDeleteMarkers: true })).toEqual([]);
+        expect((await failure(store.get(bucket, key))).code).toBe('NoSuchKey');
+      });
+    }
+
+    if (kind !== 'minio') {
+      it('adds another delete marker on a key already deleted, as S3 does', async () => {
+        const key = freshKey();
+        const version = await store.put(bucket, key, Buffer.from('x'));
+        const first = await store.deleteObject(bucket, key);
+        const second = await store.deleteObject(bucket, key);
+        expect(second.versionId).not.toBe(first.versionId);
+        const all = await store.listVersions(bucket, key, { includeDeleteMarkers: true });
+        expect(all.map(v => [v.versionId, v.isLatest])).toEqual([
+          [second.versionId, true],
+          [first.versionId, false],
+          [version.versionId, false]
+        ]);
+      });
+    } else {
+      // MinIO keeps one marker on top: a second delete answers with the marker already there.
+      it('answers a delete of a key already deleted with its existing marker', async () => {
+        const key = freshKey();
+        const version = await store.put(bucket, key, Buffer.from('x'));
+        const first = await store.deleteObject(bucket, key);
+        expect(await store.deleteObject(bucket, key)).toEqual({ versionId: first.versionId });
+        const all = await store.listVersions(bucket, key, { includeDeleteMarkers: true });
+        expect(all.map(v => [v.versionId, v.isLatest])).toEqual([
+          [first.versionId, true],
+          [version.versionId, false]
+        ]);
+      });
+    }
+
+    it('lists markers of exactly the key, not of keys it prefixes', async () => {
+      const key = freshKey('a.ipynb');
+      const own = await store.put(bucket, key, Buffer.from('own'));
+      await store.put(bucket, `${key}.bak`, Buffer.from('backup'));
+      await store.deleteObject(bucket, `${key}.bak`);
+      const all = await store.listVersions(bucket, key, { includeDeleteMarkers: true });
+      expect(all.map(v => v.versionId)).toEqual([own.versionId]);
+    });
+  });
+
+  describe('#listLatest()', () => {
+    it('lists every key below the prefix whose latest entry is an object, with its latest size and ETag', async () => {
+      const base = freshKey('dir');
+      const bodies: Record<string, Buffer> = {
+        'a.ipynb': Buffer.from('a, second version'),
+        'b.ipynb': Buffer.from('b'),
+        'sub/c.ipynb': Buffer.from('in a subdirectory'),
+        'revived.ipynb': Buffer.from('revived after a delete'),
+        'empty.ipynb': Buffer.alloc(0)
+      };
+      await store.put(bucket, `${base}/a.ipynb`, Buffer.from('a, first'));
+      await store.put(bucket, `${base}/revived.ipynb`, Buffer.from('before the delete'));
+      await store.deleteObject(bucket, `${base}/revived.ipynb`);
+      for (const [name, body] of Object.entries(bodies)) {
+        await store.put(bucket, `${base}/${name}`, body);
+      }
+      await store.put(bucket, `${base}/deleted.ipynb`, Buffer.from('gone'));
+      await store.deleteObject(bucket, `${base}/deleted.ipynb`);
+      await store.deleteObject(bucket, `${base}/never.ipynb`);
+      // Outside the prefix: a sibling whose name extends the directory's.
+      await store.put(bucket, `${base}-other/a.ipynb`, Buffer.from('outside'));
+
+      const listed = await collect(store.listLatest(bucket, `${base}/`));
+      expect(listed.map(summary => summary.key)).toEqual(
+        Object.keys(bodies)
+          .map(name => `${base}/${name}`)
+          .sort()
+      );
+      for (const summary of listed) {
+        const body = bodies[summary.key.slice(base.length + 1)];
+        expect(summary.size).toBe(body.length);
+        expect(summary.etag).toBe(md5Etag(body));
+        expect(summary.etag).toBe((await store.head(bucket, summary.key)).etag);
+        expect(summary.lastModified).toBeInstanceOf(Date);
+      }
+    });
+
+    it('takes the prefix as a plain string, not a directory', async () => {
+      const base = freshKey('dir');
+      for (const name of ['notes.ipynb', 'nothing/x.ipynb', 'a.ipynb', 'No.ipynb']) {
+        await store.put(bucket, `${base}/${name}`, Buffer.from(name));
+      }
+      const listed = await collect(store.listLatest(bucket, `${base}/no`));
+      expect(listed.map(summary => summary.key)).toEqual([
+        `${base}/notes.ipynb`,
+        `${base}/nothing/x.ipynb`
+      ]);
+      expect(await collect(store.listLatest(bucket, `${base}/zzz`))).toEqual([]);
+    });
+
+    it('lists the whole bucket for the empty prefix', async () => {
+      const key = freshKey();
+      await store.put(bucket, key, Buffer.from('anywhere'));
+      const keys = (await collect(store.listLatest(bucket, ''))).map(summary => summary.key);
+      expect(keys).toContain(key);
+      expect(new Set(keys).size).toBe(keys.length);
+    });
+
+    it('reads page after page, each when the caller gets to it', async () => {
+      const paged = fixture.open({ listPageSize: 2 });
+      try {
+        const base = freshKey('dir');
+        const keys = keysInOneShard(base, 7);
+        for (const key of keys) await paged.put(bucket, key, Buffer.from(key));
+        await paged.deleteObject(bucket, keys[3]);
+        const expected = keys.filter(key => key !== keys[3]).sort();
+
+        const listed = await collect(paged.listLatest(bucket, `${base}/`));
+        expect(listed.map(summary => summary.key)).toEqual(expected);
+
+        // Stopping early is fine, and the store stays usable.
+        const iterator = paged.listLatest(bucket, `${base}/`)[Symbol.asyncIterator]();
+        expect(expected).toContain((await iterator.next()).value.key);
+        await iterator.return?.();
+        expect((await collect(paged.listLatest(bucket, `${base}/`))).length).toBe(6);
+      } finally {
+        await paged.close();
+      }
+    });
+  });
+
   describe('errors', () => {
     let existingKey: string;
     let otherKeysVersion: string;
@@ -480,6 +769,8 @@ describe.each<StoreKind>(['embedded', 'minio', 'versitygw'])('object store: %s',
         () => store.head(MISSING_BUCKET, 'a'),
         () => store.put(MISSING_BUCKET, 'a', Buffer.from('x')),
         () => store.listVersions(MISSING_BUCKET, 'a'),
+        () => store.deleteObject(MISSING_BUCKET, 'a'),
+        () => collect(store.listLatest(MISSING_BUCKET, '')),
         () => store.checkBucket(MISSING_BUCKET)
       ];
       for (const call of calls) {
@@ -511,6 +802,9 @@ describe.each<StoreKind>(['embedded', 'minio', 'versitygw'])('object store: %s',
     it('refuses an invalid bucket name, an empty key and bad metadata with bad-request', async () => {
       expect((await failure(store.get('Bad_Bucket!', 'a'))).kind).toBe('bad-request');
       expect((await failure(store.put(bucket, '', Buffer.from('x')))).kind).toBe('bad-request');
+      expect((await failure(store.deleteObject(bucket, ''))).kind).toBe('bad-request');
+      const badPrefix = collect(store.listLatest(bucket, 'a\uD800'));
+      expect((await failure(badPrefix)).kind).toBe('bad-request');
       const badMetadata = store.put(bucket, freshKey(), Buffer.from('x'), {
         metadata: { name: 'naïve' }
       });
@@ -583,6 +877,70 @@ describe.each<StoreKind>(['embedded', 'minio', 'versitygw'])('object store: %s',
         expect((await store.get(bucket, unborn)).versionId).toBe(next.versionId);
       });
 
+      it('writes a delete marker as a version file of its own kind, skipped when incomplete', async () => {
+        const local = fixture.local!.store;
+        const key = freshKey();
+        const written = await store.put(bucket, key, Buffer.from('kept'));
+        const marker = await store.deleteObject(bucket, key);
+        const directory = local.locate(bucket, key);
+        const file = await fs.readFile(path.join(directory, `${marker.versionId}.v`));
+        // Its own magic: a release without delete markers skips it instead of serving it as an
+        // empty object.
+        expect(file.subarray(0, 8).toString('latin1')).toBe('JSDELv1\n');
+        const header = JSON.parse(file.subarray(12).toString('utf8'));
+        expect(header).toMatchObject({ key, versionId: marker.versionId, size: 0 });
+        expect(header.deleteMarker).toBe(true);
+        expect(file.length).toBe(12 + file.readUInt32BE(8));
+
+        // A newer marker cut short (a file system that lost unsynced data) is not a marker.
+        const newerId = `${'9'.repeat(13)}-000000-0123456789abcdef`;
+        await fs.writeFile(path.join(directory, `${newerId}.v`), file.subarray(0, 20));
+        expect((await store.listVersions(bucket, key, { includeDeleteMarkers: true })).length).toBe(
+          2
+        );
+        // Nor is a file whose magic and header disagree: the marker's header under an object's
+        // magic (the same bytes, renamed to a newer id).
+        const forgedId = `${'9'.repeat(13)}-000001-0123456789abcdef`;
+        const forged = Buffer.from(
+          file
+            .toString('latin1')
+            .replace('JSDELv1', 'JSOBJv1')
+            .replace(marker.versionId!, forgedId),
+          'latin1'
+        );
+        await fs.writeFile(path.join(directory, `${forgedId}.v`), forged);
+        expect((await failure(store.get(bucket, key))).code).toBe('NoSuchKey');
+        expect(
+          (await store.listVersions(bucket, key, { includeDeleteMarkers: true })).map(
+            v => v.versionId
+          )
+        ).toEqual([marker.versionId, written.versionId]);
+      });
+
+      it('lists the latest objects from complete files of the right key only', async () => {
+        const local = fixture.local!.store;
+        const base = freshKey('dir');
+        const good = `${base}/good.ipynb`;
+        const written = await store.put(bucket, good, Buffer.from('good'));
+        // A key whose first put died before its version file was renamed into place.
+        const unborn = `${base}/unborn.ipynb`;
+        await fs.mkdir(local.locate(bucket, unborn), { recursive: true });
+        await fs.writeFile(path.join(local.locate(bucket, unborn), '.~jupyter-store-x.tmp'), '');
+        // A version file copied into another key's directory: its header names the wrong key.
+        const misplaced = `${base}/misplaced.ipynb`;
+        await fs.mkdir(local.locate(bucket, misplaced), { recursive: true });
+        await fs.copyFile(
+          path.join(local.locate(bucket, good), `${written.versionId}.v`),
+          path.join(local.locate(bucket, misplaced), `${written.versionId}.v`)
+        );
+        // Stray entries beside the shards.
+        const objects = path.join(fixture.local!.root, bucket, 'objects');
+        await fs.writeFile(path.join(objects, 'README'), 'not a shard');
+
+        const listed = await collect(store.listLatest(bucket, `${base}/`));
+        expect(listed.map(summary => summary.key)).toEqual([good]);
+      });
+
       it('keeps keys that look like paths out of the root inside it', async () => {
         const { store: local, root } = fixture.local!;
         const outside = path.join(root, '..', `escape-check-${randomBytes(4).toString('hex')}`);
@@ -634,6 +992,8 @@ describe.each<StoreKind>(['embedded', 'minio', 'versitygw'])('object store: %s',
               ['head', () => wrong.head(bucket, 'a')],
               ['put', () => wrong.put(bucket, freshKey(), Buffer.from('x'))],
               ['listVersions', () => wrong.listVersions(bucket, 'a')],
+              ['deleteObject', () => wrong.deleteObject(bucket, 'a')],
+              ['listLatest', () => collect(wrong.listLatest(bucket, ''))],
               ['checkBucket', () => wrong.checkBucket(bucket)]
             ];
             for (const [name, call] of calls) {
@@ -752,6 +1112,69 @@ describe.each<StoreKind>(['embedded', 'minio', 'versitygw'])('object store: %s',
       });
     });
   }
+});
+
+describe('S3ObjectStore against a scripted version listing', () => {
+  // One ListObjectVersions answer whose entries all have the same LastModified (servers with
+  // second precision): only the XML's own order says where the delete marker goes. A version of
+  // another key has `<Version>` in its (escaped) name.
+  const time = '<LastModified>2026-01-01T00:00:00.000Z</LastModified>';
+  const version = (key: string, id: string, latest: boolean) =>
+    `<Version><Key>${key}</Key><VersionId>${id}</VersionId><IsLatest>${latest}</IsLatest>${time}` +
+    '<ETag>&quot;0&quot;</ETag><Size>1</Size><StorageClass>STANDARD</StorageClass></Version>';
+  const marker = (key: string, id: string, latest: boolean) =>
+    `<DeleteMarker><Key>${key}</Key><VersionId>${id}</VersionId><IsLatest>${latest}</IsLatest>` +
+    `${time}</DeleteMarker>`;
+  const listing =
+    '<?xml version="1.0" encoding="UTF-8"?>' +
+    '<ListVersionsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>b</Name>' +
+    '<Prefix>k</Prefix><KeyMarker></KeyMarker><VersionIdMarker></VersionIdMarker>' +
+    '<MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>' +
+    version('k', 'v3', true) +
+    marker('k', 'm2', false) +
+    version('k', 'v1', false) +
+    version('k&lt;Version&gt;', 'x1', true) +
+    '</ListVersionsResult>';
+  let server: http.Server;
+  let store: S3ObjectStore;
+
+  beforeAll(async () => {
+    server = http.createServer((request, response) => {
+      const url = new URL(request.url ?? '/', 'http://scripted');
+      const ok =
+        request.method === 'GET' && url.pathname === '/b/' && url.searchParams.has('versions');
+      response.writeHead(ok ? 200 : 501, { 'Content-Type': 'application/xml' });
+      response.end(ok ? listing : '');
+    });
+    await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve));
+    store = new S3ObjectStore({
+      endpoint: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+      region: 'us-east-1',
+      accessKeyId: 'scripted',
+      secretAccessKey: 'scripted-secret',
+      maxSockets: 2,
+      maxAttempts: 1
+    });
+  });
+
+  afterAll(async () => {
+    await store?.close();
+    await new Promise(resolve => server?.close(resolve));
+  });
+
+  it("keeps the XML's interleaving of versions and delete markers, not a sort by time", async () => {
+    const all = await store.listVersions('b', 'k', { includeDeleteMarkers: true });
+    expect(all.map(v => [v.versionId, v.isLatest, v.deleteMarker ?? false, v.size])).toEqual([
+      ['v3', true, false, 1],
+      ['m2', false, true, 0],
+      ['v1', false, false, 1]
+    ]);
+  });
+
+  it('leaves the delete markers out by default', async () => {
+    const versions = await store.listVersions('b', 'k');
+    expect(versions.map(v => v.versionId)).toEqual(['v3', 'v1']);
+  });
 });
 
 describe('S3ObjectStore without a reachable server', () => {
