@@ -324,6 +324,8 @@ async function saveUnique(
     const candidate = joinApiPath(parent, counter === 0 ? name : `${stem}-${counter}${suffix}`);
     if (await isTaken(manager, candidate)) continue;
     const osPath = path.join(manager.rootDir, ...candidate.split('/'));
+    // The empty reservation is ours, not a state of the file worth a version.
+    const release = manager.beginWrite(candidate);
     let reserved: { dev: number; ino: number };
     try {
       const handle = await fs.open(osPath, 'wx');
@@ -333,6 +335,7 @@ async function saveUnique(
         await handle.close();
       }
     } catch (error) {
+      release();
       if (hasErrorCode(error, 'EEXIST')) continue;
       throw fileSystemError(error, candidate);
     }
@@ -344,6 +347,8 @@ async function saveUnique(
         await fs.unlink(osPath).catch(() => undefined);
       }
       throw error;
+    } finally {
+      release();
     }
   }
   throw new HttpError(

@@ -131,6 +131,7 @@ export class Archiving {
     intake.subtreeScanner = (apiPath, source) => scan.runSubtree(apiPath, source);
     intake.rescanner = reason => void scan.run(reason);
 
+    manager.addWriteGate(apiPath => intake.holdObservation(apiPath));
     manager.addSaveHook(event => intake.saved(event.path, event.bytes));
     manager.onChanged(change => {
       if (change.action === 'rename') intake.renamed(change.from, change.to, 'gateway');

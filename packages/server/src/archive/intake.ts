@@ -114,6 +114,7 @@ export class ArchiveIntake implements IChangeSink {
    */
   async saved(apiPath: string, bytes: Buffer, source: ChangeSource = 'gateway'): Promise<void> {
     this._counts[source].seen++;
+    this._savesReported.set(apiPath, (this._savesReported.get(apiPath) ?? 0) + 1);
     if (!this._filter.covers(apiPath)) return;
     const sha256 = hash(bytes);
     this._bumpGeneration(apiPath);
@@ -143,6 +144,28 @@ export class ArchiveIntake implements IChangeSink {
       this._enqueue(apiPath, bytes, { source, durable: true, checkLatest }, holder),
       statRead
     ]);
+  }
+
+  /**
+   * The gateway is about to write `apiPath`: until the returned function is called, what a look
+   * reads there is not queued (it may be an empty reservation or a write half done, and the
+   * gateway reports its save itself). If no save was reported meanwhile, the path is looked at
+   * again when the hold ends.
+   */
+  holdObservation(apiPath: string): () => void {
+    this._holds.set(apiPath, (this._holds.get(apiPath) ?? 0) + 1);
+    const savesBefore = this._savesReported.get(apiPath) ?? 0;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this._holds.get(apiPath) ?? 1) - 1;
+      if (left > 0) this._holds.set(apiPath, left);
+      else this._holds.delete(apiPath);
+      if ((this._savesReported.get(apiPath) ?? 0) === savesBefore && !this._closed) {
+        void this.look(apiPath, 'gateway');
+      }
+    };
   }
 
   changed(apiPath: string, source: ChangeSource): void {
@@ -311,6 +334,8 @@ export class ArchiveIntake implements IChangeSink {
       return;
     }
     if (read.kind !== 'file' || !this._filter.covers(apiPath)) return;
+    // The gateway is writing it and will report the result itself (see holdObservation).
+    if (this._holds.has(apiPath)) return;
     if (this._generation(apiPath) !== generation) {
       // The gateway saved or renamed this path while we read it: look again, after its record.
       void this.look(apiPath, source);
@@ -599,6 +624,10 @@ export class ArchiveIntake implements IChangeSink {
   private readonly _waitingLooks = new Map<string, Promise<void>>();
   private readonly _enqueueChains = new Map<string, Promise<void>>();
   private readonly _pendingDeletes = new Map<string, Private.IPendingDelete>();
+  /** Paths the gateway is writing, with how many writes (see holdObservation). */
+  private readonly _holds = new Map<string, number>();
+  /** How many saves the gateway reported per path (holds compare it at their end). */
+  private readonly _savesReported = new Map<string, number>();
   /** Bumped by the gateway's saves, renames and deletes, so that a stale look is redone. */
   private readonly _generations = new Map<string, number>();
   private readonly _counts: SourceCounts = {

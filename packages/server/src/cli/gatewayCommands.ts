@@ -172,26 +172,31 @@ export async function runLab(argv: readonly string[]): Promise<void> {
   const log = createLogger({ level: common.logLevel });
   const shimDir = createCommandShim();
   let jupyterProcess: JupyterProcess | undefined;
-  const gateway = await startGateway(common, log, async () => {
-    jupyterProcess = await JupyterProcess.start({
-      jupyter,
-      rootDir: common.rootDir,
-      baseUrl: common.baseUrl,
-      token,
-      transport,
-      allowRemoteAccess: common.allowRemoteAccess,
-      disableCheckXsrf: common.disableCheckXsrf,
-      allowRoot: Boolean(values['allow-root']),
-      allowOrigin: common.allowOrigin,
-      allowOriginPat: values['allow-origin-pat'] as string | undefined,
-      configFile: common.configFile,
-      labextensionsPaths: bundledLabextensions(),
-      pathPrepend: [shimDir],
-      extraArgs,
-      log
-    });
-    return jupyterProcess.address;
-  }, token);
+  const gateway = await startGateway(
+    common,
+    log,
+    async () => {
+      jupyterProcess = await JupyterProcess.start({
+        jupyter,
+        rootDir: common.rootDir,
+        baseUrl: common.baseUrl,
+        token,
+        transport,
+        allowRemoteAccess: common.allowRemoteAccess,
+        disableCheckXsrf: common.disableCheckXsrf,
+        allowRoot: Boolean(values['allow-root']),
+        allowOrigin: common.allowOrigin,
+        allowOriginPat: values['allow-origin-pat'] as string | undefined,
+        configFile: common.configFile,
+        labextensionsPaths: bundledLabextensions(),
+        pathPrepend: [shimDir],
+        extraArgs,
+        log
+      });
+      return jupyterProcess.address;
+    },
+    token
+  );
   if (!gateway || !jupyterProcess) {
     fs.rmSync(shimDir, { recursive: true, force: true });
     process.exitCode = 1;

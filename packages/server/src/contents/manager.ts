@@ -104,6 +104,29 @@ export class ContentsManager {
     return () => this.changeListeners.delete(listener);
   }
 
+  /**
+   * Add a write gate: called with an API path before the manager (or a caller that reserves a
+   * name through {@link beginWrite}) writes it, it returns the function to call when the write
+   * is over. The archive uses it so that its watcher does not mistake the gateway's own writes,
+   * half done, for another writer's.
+   */
+  addWriteGate(gate: (apiPath: string) => () => void): () => void {
+    this.writeGates.add(gate);
+    return () => this.writeGates.delete(gate);
+  }
+
+  /** Announce a write of `apiPath` to the write gates; call the result when it is over. */
+  beginWrite(apiPath: string): () => void {
+    const normalized = normalizeApiPath(apiPath);
+    const releases = [...this.writeGates].map(gate => gate(normalized));
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      for (const release of releases) release();
+    };
+  }
+
   /** Add a save hook that every save waits for; returns a function that removes it. */
   addSaveHook(hook: AwaitedSaveHook): () => void {
     this.hooks.add(hook);
@@ -222,7 +245,14 @@ export class ContentsManager {
     // order the save hooks (the archive journal) see them: the newest archive is the file on disk.
     const key = normalizeApiPath(apiPath);
     const previous = this.saveLocks.get(key) ?? Promise.resolve();
-    const current = previous.then(() => this.saveNow(apiPath, request));
+    const current = previous.then(async () => {
+      const release = this.beginWrite(key);
+      try {
+        return await this.saveNow(apiPath, request);
+      } finally {
+        release();
+      }
+    });
     const settled = current.then(
       () => undefined,
       () => undefined
@@ -739,6 +769,7 @@ export class ContentsManager {
   private readonly listeners = new Set<SaveListener>();
   private readonly hooks = new Set<AwaitedSaveHook>();
   private readonly changeListeners = new Set<(change: ContentsChange) => void>();
+  private readonly writeGates = new Set<(apiPath: string) => () => void>();
   private readonly saveLocks = new Map<string, Promise<void>>();
   private readonly log: (message: string) => void;
 }

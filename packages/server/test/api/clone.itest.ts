@@ -169,6 +169,7 @@ function expectError(reply: IReply, status: number, reason?: string | RegExp): v
 
 /** Wait (bounded) until the archive queue is empty. */
 async function flushed(archiving: Archiving): Promise<void> {
+  expect(await archiving.settled(20_000)).toBe(true);
   expect(await archiving.queue!.flush(20_000)).toBe(0);
 }
 
@@ -348,11 +349,18 @@ describe('clone with the embedded store', () => {
       expect(reply.json.path).toBe(name);
       expect(readFileSync(join(env.root, name)).equals(body)).toBe(true);
     }
-    // A .ipynb that is not a notebook is a plain file: not archived.
+    // A .ipynb that is not a notebook is archived too, as the bytes on disk, once.
     await flushed(env.archiving);
-    await expect(
-      env.archiving.store.listVersions(bucket, 'workspace/broken.ipynb')
-    ).resolves.toEqual([]);
+    for (const name of ['broken.ipynb', 'latin1.ipynb']) {
+      const versions = await env.archiving.store.listVersions(bucket, `workspace/${name}`);
+      expect(versions).toHaveLength(1);
+      const archived = await env.archiving.store.get(bucket, `workspace/${name}`);
+      expect(archived.body.equals(readFileSync(join(env.root, name)))).toBe(true);
+    }
+    // Other files are not.
+    await expect(env.archiving.store.listVersions(bucket, 'workspace/crlf.txt')).resolves.toEqual(
+      []
+    );
   });
 
   test('a cloned notebook never arrives trusted', async () => {

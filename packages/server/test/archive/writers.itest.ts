@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ecosystemBin } from '../support/ecosystem';
 import { labDefaults, startGatewayProcess, type IGatewayProcess } from '../support/gateway';
-import { openKernelSocket, type IKernelSocket } from '../support/kernel';
+import { withKernel } from '../support/kernel';
 import {
   createVersionedBucket,
   s3ClientFor,
@@ -213,28 +213,6 @@ async function storeInfo(gateway: IGatewayProcess): Promise<{
   });
   expect(response.status).toBe(200);
   return (await response.json()) as Awaited<ReturnType<typeof storeInfo>>;
-}
-
-async function withKernel<T>(
-  gateway: IGatewayProcess,
-  use: (kernel: IKernelSocket) => Promise<T>
-): Promise<T> {
-  const auth = { Authorization: `token ${gateway.token}` };
-  const started = await fetch(gateway.url('api/kernels'), {
-    method: 'POST',
-    headers: { ...auth, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ name: 'python3' })
-  });
-  expect(started.status).toBe(201);
-  const { id } = (await started.json()) as { id: string };
-  const wsUrl = gateway.url(`api/kernels/${id}/channels?session_id=writers`).replace(/^http/, 'ws');
-  const kernel = await openKernelSocket(wsUrl, auth);
-  try {
-    return await use(kernel);
-  } finally {
-    await kernel.close();
-    await fetch(gateway.url(`api/kernels/${id}`), { method: 'DELETE', headers: auth });
-  }
 }
 
 describe('writers other than the contents API', () => {

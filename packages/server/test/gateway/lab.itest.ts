@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { labDefaults, startGatewayProcess, type IGatewayProcess } from '../support/gateway';
 import { startJupyterServer } from '../support/jupyterServer';
-import { openKernelSocket, type IKernelSocket } from '../support/kernel';
+import { withKernel } from '../support/kernel';
 
 jest.setTimeout(180_000);
 
@@ -65,29 +65,6 @@ function isAlive(pid: number): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-/** Start a kernel through the gateway, open its websocket through the gateway, use it, clean up. */
-async function withKernel<T>(
-  gateway: IGatewayProcess,
-  use: (kernel: IKernelSocket) => Promise<T>
-): Promise<T> {
-  const auth = { Authorization: `token ${gateway.token}` };
-  const started = await fetch(gateway.url('api/kernels'), {
-    method: 'POST',
-    headers: { ...auth, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ name: 'python3' })
-  });
-  expect(started.status).toBe(201);
-  const { id } = (await started.json()) as { id: string };
-  const wsUrl = gateway.url(`api/kernels/${id}/channels?session_id=test`).replace(/^http/, 'ws');
-  const kernel = await openKernelSocket(wsUrl, auth);
-  try {
-    return await use(kernel);
-  } finally {
-    await kernel.close();
-    await fetch(gateway.url(`api/kernels/${id}`), { method: 'DELETE', headers: auth });
   }
 }
 

@@ -119,3 +119,37 @@ export function executeRequest(code: string, msgId: string, session: string): Bu
   };
   return encodeV1('shell', [header, {}, {}, content]);
 }
+
+/** What {@link withKernel} needs of a server: its URLs and token. */
+export interface IKernelHost {
+  /** The URL of a path below the server's base URL. */
+  url(relative: string): string;
+  readonly token: string;
+}
+
+/**
+ * Start a kernel through the server's REST API, open its websocket, use it, and shut it down.
+ *
+ * @throws when the server does not start the kernel (anything but 201).
+ */
+export async function withKernel<T>(
+  host: IKernelHost,
+  use: (kernel: IKernelSocket) => Promise<T>
+): Promise<T> {
+  const auth = { Authorization: `token ${host.token}` };
+  const started = await fetch(host.url('api/kernels'), {
+    method: 'POST',
+    headers: { ...auth, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'python3' })
+  });
+  if (started.status !== 201) throw new Error(`POST api/kernels answered ${started.status}`);
+  const { id } = (await started.json()) as { id: string };
+  const wsUrl = host.url(`api/kernels/${id}/channels?session_id=test`).replace(/^http/, 'ws');
+  const kernel = await openKernelSocket(wsUrl, auth);
+  try {
+    return await use(kernel);
+  } finally {
+    await kernel.close();
+    await fetch(host.url(`api/kernels/${id}`), { method: 'DELETE', headers: auth });
+  }
+}
