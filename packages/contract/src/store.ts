@@ -77,6 +77,13 @@ export const ArchiveStatusSchema = z.object({
   observation: ArchiveObservationSchema.optional()
 });
 
+/** The contents backend in force: `node` (the gateway's manager) or `jupyter` (Python's). */
+export const ContentsBackendInfoSchema = z.object({
+  backend: z.enum(['node', 'jupyter']),
+  setting: z.enum(['auto', 'node', 'jupyter']),
+  reason: z.string()
+});
+
 /** `GET {base}api/store`: feature detection. */
 export const StoreInfoSchema = z.object({
   /** The jupyter-store release. */
@@ -91,7 +98,9 @@ export const StoreInfoSchema = z.object({
   /** Where saves are archived in the bucket: `<workspace_prefix>/<path>`. */
   workspace_prefix: z.string(),
   /** Where notebooks are published in the bucket: `<published_prefix>/<path>`. */
-  published_prefix: z.string()
+  published_prefix: z.string(),
+  /** Who answers the contents API, the `contents_backend` setting it came from, and why. */
+  contents_backend: ContentsBackendInfoSchema.optional()
 });
 
 /** One stored version of an object. */

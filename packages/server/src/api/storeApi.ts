@@ -15,6 +15,7 @@ import { displayable, objectKey } from '../storage/keys';
 import { ObjectStoreError, type IObjectVersion } from '../storage/objectStore';
 import { packageVersion } from '../version';
 import type { ContentsManager } from '../contents/manager';
+import type { IContentsBackendChoice } from '../gateway/contentsBackend';
 import type { Logger } from '../gateway/logger';
 import { addCloneRoutes, DEFAULT_MAX_CLONE_BYTES, parseNotebook, readObject } from './clone';
 import { onlyMethods } from './methods';
@@ -28,6 +29,8 @@ export interface IStoreApiOptions {
   publishEnabled: () => boolean;
   /** The largest publish body accepted; default 100 MB. */
   maxPublishBodyBytes?: number;
+  /** The contents backend in force and why, for feature detection. */
+  contentsBackend?: IContentsBackendChoice;
   /** Where clones are written; without it the clone routes are not served. */
   manager?: ContentsManager;
   log?: Logger;
@@ -108,7 +111,8 @@ export function storeInfo(options: IStoreApiOptions): StoreInfo {
     archive,
     object_bucket: bucket === '' ? null : bucket,
     workspace_prefix: settings.workspace_prefix,
-    published_prefix: settings.published_prefix
+    published_prefix: settings.published_prefix,
+    ...(options.contentsBackend ? { contents_backend: { ...options.contentsBackend } } : {})
   };
 }
 

@@ -131,11 +131,13 @@ export class Archiving {
     intake.subtreeScanner = (apiPath, source) => scan.runSubtree(apiPath, source);
     intake.rescanner = reason => void scan.run(reason);
 
+    options.relayedSaves?.(apiPath => intake.relayedSave(apiPath));
     manager.addWriteGate(apiPath => intake.holdObservation(apiPath));
     manager.addSaveHook(event => intake.saved(event.path, event.bytes));
     manager.onChanged(change => {
+      // Saves and copies reach the intake through the save hook, with their bytes.
       if (change.action === 'rename') intake.renamed(change.from, change.to, 'gateway');
-      else intake.removed(change.path, 'gateway');
+      else if (change.action === 'delete') intake.removed(change.path, 'gateway');
     });
 
     // Watch before the first scan, so that nothing written meanwhile falls between the two.
@@ -288,6 +290,11 @@ export namespace Archiving {
     backoff?: { baseMs?: number; capMs?: number };
     /** The upstream Jupyter Server whose `contents_service` events to follow. */
     upstream?: { address: UpstreamAddress; baseUrl: string; token: string | null };
+    /**
+     * With the `jupyter` contents backend: where to register the hook that journals each save
+     * Jupyter answered (`Gateway.addRelayedSaveHook`).
+     */
+    relayedSaves?: (hook: (apiPath: string) => Promise<void>) => void;
     /** Intake timings (tests shorten them). */
     intake?: Partial<Pick<ArchiveIntake.IOptions, 'settleMs' | 'maxSettleMs' | 'renameWindowMs'>>;
   }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
+import { HttpError } from '../errors';
 import type { Logger } from '../gateway/logger';
 import {
   fileStat,
@@ -166,6 +167,42 @@ export class ArchiveIntake implements IChangeSink {
         void this.look(apiPath, 'gateway');
       }
     };
+  }
+
+  /**
+   * A save the gateway relayed to Jupyter (the `jupyter` contents backend) was answered with
+   * success: read the file now and journal it durably, before the answer goes back.
+   *
+   * @throws when the file was written but cannot be journalled (the caller answers 503).
+   */
+  async relayedSave(apiPath: string): Promise<void> {
+    if (!this._isInRoot(apiPath) || !this._filter.covers(apiPath)) {
+      this._counts.gateway.seen++;
+      return;
+    }
+    let bytes: Buffer;
+    try {
+      const stats = await fs.lstat(this._osPath(apiPath));
+      if (!stats.isFile()) {
+        this._counts.gateway.seen++;
+        return;
+      }
+      bytes = await fs.readFile(this._osPath(apiPath));
+    } catch {
+      // Gone already, or not readable by us: the watcher and the scan have it.
+      this._counts.gateway.seen++;
+      return;
+    }
+    try {
+      await this.saved(apiPath, bytes, 'gateway');
+    } catch (error) {
+      throw new HttpError(
+        503,
+        `${apiPath} was saved, but could not be queued for archiving ` +
+          `(${(error as Error).message}); save again to retry`,
+        'archive unavailable'
+      );
+    }
   }
 
   changed(apiPath: string, source: ChangeSource): void {

@@ -4,6 +4,11 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { normalizeBaseUrl } from '../app';
+import {
+  ContentsEventEmitter,
+  askUpstreamWhatItLoads,
+  decideContentsBackend
+} from '../gateway/contentsBackend';
 import { Gateway } from '../gateway/gateway';
 import { describeExit, findJupyter, JupyterProcess } from '../gateway/jupyterProcess';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from '../gateway/logger';
@@ -348,10 +353,19 @@ async function startGateway(
     log.fatal({ err: (error as Error).message }, 'cannot start the Jupyter server');
     return null;
   }
+  const setting = common.store.contents_backend;
+  const contents = decideContentsBackend(
+    setting,
+    setting === 'auto'
+      ? await askUpstreamWhatItLoads({ upstream, baseUrl: common.baseUrl, token: upstreamToken })
+      : 'not asked'
+  );
+  log.info({ backend: contents.backend, setting, reason: contents.reason }, 'contents backend');
   const gateway = new Gateway({
     rootDir: common.rootDir,
     baseUrl: common.baseUrl,
     upstream,
+    contentsBackend: contents.backend,
     checks: {
       allowRemoteAccess: common.allowRemoteAccess,
       allowOrigin: common.allowOrigin,
@@ -362,8 +376,20 @@ async function startGateway(
   });
   try {
     const archiving = await Archiving.start(common.store, gateway.manager, log, {
-      upstream: { address: upstream, baseUrl: common.baseUrl, token: upstreamToken }
+      upstream: { address: upstream, baseUrl: common.baseUrl, token: upstreamToken },
+      relayedSaves:
+        contents.backend === 'jupyter' ? hook => gateway.addRelayedSaveHook(hook) : undefined
     });
+    // Python-side listeners (file ids, collaboration rooms) hear of our own changes too.
+    const events = new ContentsEventEmitter({
+      manager: gateway.manager,
+      upstream,
+      baseUrl: common.baseUrl,
+      token: upstreamToken,
+      agent: gateway.proxy.agent,
+      log
+    });
+    gateway.onShutdown(() => events.close());
     gateway.onShutdown(() => archiving.close());
     gateway.mount(
       'api/store',
@@ -371,6 +397,7 @@ async function startGateway(
         archiving,
         manager: gateway.manager,
         log,
+        contentsBackend: contents,
         publishEnabled: () => isPublishEnabled({ sysPrefix: common.sysPrefix })
       })
     );

@@ -49,10 +49,13 @@ export type SaveListener = (event: ISavedEvent) => void;
 export type AwaitedSaveHook = (event: ISavedEvent) => Promise<void>;
 
 /**
- * A rename or delete the manager performed (saves, copies and uploads are save events). Listeners
- * run after the change is done and must not throw or block.
+ * A change the manager made, as Jupyter's `contents_service` events name them: every successful
+ * save (files, notebooks, directories, uploads, new untitled items), copy, rename and delete.
+ * Listeners run after the change is done and must not throw or block.
  */
 export type ContentsChange =
+  | { readonly action: 'save'; readonly path: string }
+  | { readonly action: 'copy'; readonly from: string; readonly to: string }
   | { readonly action: 'rename'; readonly from: string; readonly to: string }
   | { readonly action: 'delete'; readonly path: string };
 
@@ -336,6 +339,7 @@ export class ContentsManager {
       }
       this.emitSaved(event);
     }
+    this.emitChanged({ action: 'save', path: normalized });
     return model;
   }
 
@@ -386,7 +390,9 @@ export class ContentsManager {
       const name = (await this.dirExists(destination))
         ? await freeCopyName()
         : copySourceName(baseName(source));
-      return this.copyDirectory(source, joinApiPath(destination, name));
+      const copied = await this.copyDirectory(source, joinApiPath(destination, name));
+      this.emitChanged({ action: 'copy', from: source, to: copied.path });
+      return copied;
     }
     let target = destination;
     if (await this.dirExists(destination)) {
@@ -400,7 +406,13 @@ export class ContentsManager {
         'not found'
       );
     }
-    return this.save(target, { type: model.type, format: model.format, content: model.content });
+    const copied = await this.save(target, {
+      type: model.type,
+      format: model.format,
+      content: model.content
+    });
+    this.emitChanged({ action: 'copy', from: source, to: copied.path });
+    return copied;
   }
 
   /** PATCH: rename (move) an item with its checkpoints. */

@@ -14,6 +14,7 @@ import {
   type IRequestChecks
 } from './auth';
 import { logRequest, type Logger } from './logger';
+import type { ContentsBackend } from './contentsBackend';
 import { UpstreamProxy } from './proxy';
 import type { UpstreamAddress } from './upstream';
 
@@ -56,10 +57,14 @@ export class Gateway {
     this.app.set('case sensitive routing', true);
     this.app.set('strict routing', true);
     this._errorHandler = errorHandler((message, error) => this.log.error({ err: error }, message));
-    this.mount(
-      'api/contents',
-      createContentsRouter({ manager: this.manager, baseUrl: this.baseUrl })
-    );
+    this.contentsBackend = options.contentsBackend ?? 'node';
+    this._contentsPrefix = `${this.baseUrl}api/contents`;
+    if (this.contentsBackend === 'node') {
+      this.mount(
+        'api/contents',
+        createContentsRouter({ manager: this.manager, baseUrl: this.baseUrl })
+      );
+    }
     this.server = http.createServer({ requestTimeout: 0 }, (request, response) =>
       this._dispatch(request, response)
     );
@@ -74,8 +79,13 @@ export class Gateway {
   readonly app: Express;
   /** The HTTP server: own routes, proxied requests and websocket upgrades. */
   readonly server: http.Server;
-  /** The contents manager behind `{base}api/contents`. */
+  /**
+   * The contents manager behind `{base}api/contents` with the `node` backend; with `jupyter` it
+   * still serves the store API's own writes (clones).
+   */
   readonly manager: ContentsManager;
+  /** Who answers `{base}api/contents`: ours, or Python's behind the proxy. */
+  readonly contentsBackend: ContentsBackend;
   /** Asks the upstream who a caller is. */
   readonly authenticator: Authenticator;
   /** Middleware guarding a route as Jupyter guards its API handlers. */
@@ -108,6 +118,15 @@ export class Gateway {
    */
   onShutdown(hook: () => Promise<void>): void {
     this._shutdownHooks.push(hook);
+  }
+
+  /**
+   * With the `jupyter` backend: run `hook` with the API path of every save Jupyter answered
+   * with success (`PUT api/contents/<path>`), before the answer goes back to the client. The
+   * archive journals the written file there, so a save reported as done is never lost.
+   */
+  addRelayedSaveHook(hook: (apiPath: string) => Promise<void>): void {
+    this._relayedSaveHooks.push(hook);
   }
 
   /** Start listening; resolves with the bound address. */
@@ -193,6 +212,17 @@ export class Gateway {
       this.app(request as express.Request, response as express.Response, () =>
         sendError(response as express.Response, 404, 'Not Found', 'no such route')
       );
+    } else if (
+      this.contentsBackend === 'jupyter' &&
+      request.method === 'PUT' &&
+      rawPath.startsWith(`${this._contentsPrefix}/`) &&
+      this._relayedSaveHooks.length > 0
+    ) {
+      const apiPath = decodeApiPath(rawPath.slice(this._contentsPrefix.length + 1));
+      this.proxy.webThen(request, response, async status => {
+        if (status < 200 || status >= 300 || apiPath === undefined) return;
+        for (const hook of this._relayedSaveHooks) await hook(apiPath);
+      });
     } else this.proxy.web(request, response);
   }
 
@@ -212,6 +242,8 @@ export class Gateway {
   }
 
   private readonly _ownedPrefixes: string[] = [];
+  private readonly _contentsPrefix: string;
+  private readonly _relayedSaveHooks: Array<(apiPath: string) => Promise<void>> = [];
   private readonly _shutdownHooks: Array<() => Promise<void>> = [];
   private readonly _upgradedSockets = new Set<net.Socket>();
   private readonly _inFlight = new Set<http.ServerResponse>();
@@ -238,5 +270,16 @@ export namespace Gateway {
     contents?: Partial<Omit<ContentsManager.IOptions, 'rootDir' | 'notary'>>;
     /** A ready contents manager, instead of one built from the options. */
     manager?: ContentsManager;
+    /** Who answers `{base}api/contents`; default `node` (ours). */
+    contentsBackend?: ContentsBackend;
+  }
+}
+
+/** A contents API path from the URL, as tornado decodes it; undefined when it is not UTF-8. */
+function decodeApiPath(raw: string): string | undefined {
+  try {
+    return decodeURIComponent(raw).replace(/^\/+|\/+$/g, '');
+  } catch {
+    return undefined;
   }
 }

@@ -66,6 +66,19 @@ export class JupyterProcess {
     if (options.pathPrepend?.length) {
       env.PATH = [...options.pathPrepend, env.PATH ?? ''].join(path.delimiter);
     }
+    // Our server extension, which tells the gateway what this server loads (contents_backend
+    // auto); it removes both entries from its environment as it loads, so kernels never see them.
+    if (fs.existsSync(path.join(UPSTREAM_EXTENSION_DIR, 'jupyter_store_upstream'))) {
+      env.PYTHONPATH = [UPSTREAM_EXTENSION_DIR, env.PYTHONPATH]
+        .filter(Boolean)
+        .join(path.delimiter);
+      env.JUPYTER_CONFIG_PATH = [
+        path.join(UPSTREAM_EXTENSION_DIR, 'config'),
+        env.JUPYTER_CONFIG_PATH
+      ]
+        .filter(Boolean)
+        .join(path.delimiter);
+    }
     const child = spawn(options.jupyter, args, {
       cwd: options.rootDir,
       env,
@@ -276,6 +289,9 @@ export function describeExit(exit: IExit): string {
 }
 
 /** Jupyter's log prefix: `[I 2026-11-22 10:00:00.000 ServerApp] message`. */
+/** The Python side of this package: the `jupyter_store_upstream` server extension. */
+const UPSTREAM_EXTENSION_DIR = path.resolve(__dirname, '..', '..', 'python');
+
 const JUPYTER_LOG_LINE = /^\[([DIWEC]) [^\]]*\]\s?(.*)$/;
 /** The prefix of kernels and other traitlets apps: `[IPKernelApp] WARNING | message`. */
 const APP_LOG_LINE = /^\[[\w.]+\] (DEBUG|INFO|WARNING|ERROR|CRITICAL) \| (.*)$/;

@@ -15,6 +15,16 @@ const UPSTREAM_DOWN = new Set([
   'ECONNABORTED'
 ]);
 
+/** Headers that describe one connection, never copied from the upstream's answer to ours. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'upgrade',
+  'content-length'
+]);
+
 /** The body of every "upstream down" answer. */
 const UNAVAILABLE_BODY = JSON.stringify({
   message: 'The Jupyter server behind jupyter-store is not reachable',
@@ -65,10 +75,33 @@ export class UpstreamProxy {
     });
     // An upstream answer cut short must cut the client's answer too; piping alone would leave
     // the client waiting forever for the rest.
-    this._proxy.on('proxyRes', (proxyResponse, _request, response) => {
+    this._proxy.on('proxyRes', (proxyResponse, request, response) => {
+      const after = this._afterAnswers.get(request);
+      if (after) {
+        this._afterAnswers.delete(request);
+        this._relayAfter(proxyResponse, response, after);
+        return;
+      }
       proxyResponse.once('close', () => {
         if (!proxyResponse.complete && !response.writableEnded) response.destroy();
       });
+    });
+  }
+
+  /**
+   * Proxy one HTTP request whose (small) answer is held back until `after` has run with the
+   * upstream's status: the gateway journals a save Jupyter made before the user hears it is
+   * done. If `after` fails, the client gets its error as a JSON answer instead.
+   */
+  webThen(
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+    after: (status: number) => Promise<void>
+  ): void {
+    this._afterAnswers.set(request, after);
+    this._proxy.web(request, response, { selfHandleResponse: true }, error => {
+      this._afterAnswers.delete(request);
+      this._failWeb(error, request, response);
     });
   }
 
@@ -116,6 +149,43 @@ export class UpstreamProxy {
     return count;
   }
 
+  private _relayAfter(
+    proxyResponse: http.IncomingMessage,
+    response: http.ServerResponse,
+    after: (status: number) => Promise<void>
+  ): void {
+    const chunks: Buffer[] = [];
+    proxyResponse.on('data', (chunk: Buffer) => chunks.push(chunk));
+    proxyResponse.once('error', () => response.destroy());
+    proxyResponse.once('end', () => {
+      const status = proxyResponse.statusCode ?? 502;
+      const body = Buffer.concat(chunks);
+      after(status).then(
+        () => {
+          const headers: http.OutgoingHttpHeaders = {};
+          for (const [name, value] of Object.entries(proxyResponse.headers)) {
+            if (!HOP_BY_HOP.has(name) && value !== undefined) headers[name] = value;
+          }
+          headers['content-length'] = body.length;
+          response.writeHead(status, proxyResponse.statusMessage, headers);
+          response.end(body);
+        },
+        (error: unknown) => {
+          const failure = error as { status?: number; message?: string; reason?: string };
+          const answer = JSON.stringify({
+            message: failure.message ?? String(error),
+            reason: failure.reason ?? 'archive unavailable'
+          });
+          response.writeHead(failure.status ?? 503, {
+            'Content-Type': 'application/json',
+            'Content-Length': Buffer.byteLength(answer)
+          });
+          response.end(answer);
+        }
+      );
+    });
+  }
+
   private _failWeb(
     error: Error,
     request: http.IncomingMessage,
@@ -150,6 +220,10 @@ export class UpstreamProxy {
   private readonly _proxy: ProxyServer;
   private readonly _description: string;
   private readonly _upgraded = new WeakSet<net.Socket>();
+  private readonly _afterAnswers = new WeakMap<
+    http.IncomingMessage,
+    (status: number) => Promise<void>
+  >();
 }
 
 export namespace UpstreamProxy {

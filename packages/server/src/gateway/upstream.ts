@@ -81,6 +81,8 @@ export function requestUpstream(
     timeoutMs?: number;
     maxBytes?: number;
     agent?: http.Agent;
+    /** A small request body, sent whole. */
+    body?: string | Buffer;
   }
 ): Promise<IUpstreamResponse> {
   const maxBytes = options.maxBytes ?? 1024 * 1024;
@@ -117,6 +119,6 @@ export function requestUpstream(
     );
     request.on('timeout', () => request.destroy(new Error('the upstream did not answer in time')));
     request.on('error', reject);
-    request.end();
+    request.end(options.body);
   });
 }

@@ -107,7 +107,14 @@ export const StoreSettingsSchema = z
     /** Ours: the files archived, as globs of API paths; notebooks by default. */
     archive_include: patternList.default(['**/*.ipynb']),
     /** Ours: files and folders never archived, as globs (hidden paths never are). */
-    archive_exclude: patternList.default([])
+    archive_exclude: patternList.default([]),
+    /**
+     * Ours: who answers the contents API: `node` (the gateway's own manager), `jupyter`
+     * (Python's, behind the proxy), or `auto` (decided from what the upstream loads).
+     */
+    contents_backend: z
+      .enum(['auto', 'node', 'jupyter'], { error: "must be 'auto', 'node' or 'jupyter'" })
+      .default('auto')
   })
   .strict()
   .superRefine((settings, context) => {

@@ -405,6 +405,7 @@ const CONTRACT: Record<string, [z.ZodType, 'input' | 'output']> = {
   BlindSpot: [contract.BlindSpotSchema, 'output'],
   ArchiveObservation: [contract.ArchiveObservationSchema, 'output'],
   StoreInfo: [contract.StoreInfoSchema, 'output'],
+  ContentsBackendInfo: [contract.ContentsBackendInfoSchema, 'output'],
   ObjectVersion: [contract.ObjectVersionSchema, 'output'],
   ObjectHistory: [contract.ObjectHistorySchema, 'output'],
   VersionListing: [contract.VersionListingSchema, 'output'],
