@@ -9,7 +9,6 @@ import * as http from 'node:http';
 import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ChangeSource, IChangeSink } from '../../src/archive/sources/changes';
 import { JupyterEventSource } from '../../src/archive/sources/jupyterEvents';
 import { createLogger } from '../../src/gateway/logger';
 import { upstreamConnectOptions, type UpstreamAddress } from '../../src/gateway/upstream';
@@ -21,36 +20,15 @@ import {
   startJupyterServer,
   type JupyterServerHandle
 } from '../support/jupyterServer';
+import { RecordingSink, type SinkCall } from '../support/recordingSink';
 
 jest.setTimeout(120_000);
 
-const RESCAN: Call = ['rescan', 'the event subscription was interrupted', 'events'];
+const RESCAN: SinkCall = ['rescan', 'the event subscription was interrupted', 'events'];
 
 // ---------------------------------------------------------------------------------------------
 // A recording sink, bounded waits, requests straight to Jupyter
 // ---------------------------------------------------------------------------------------------
-
-type Call =
-  | ['changed', string, ChangeSource]
-  | ['removed', string, ChangeSource]
-  | ['renamed', string, string, ChangeSource]
-  | ['rescan', string, ChangeSource];
-
-class RecordingSink implements IChangeSink {
-  calls: Call[] = [];
-  changed(path: string, source: ChangeSource): void {
-    this.calls.push(['changed', path, source]);
-  }
-  removed(path: string, source: ChangeSource): void {
-    this.calls.push(['removed', path, source]);
-  }
-  renamed(from: string, to: string, source: ChangeSource): void {
-    this.calls.push(['renamed', from, to, source]);
-  }
-  rescan(reason: string, source: ChangeSource): void {
-    this.calls.push(['rescan', reason, source]);
-  }
-}
 
 /** Poll `check` until it holds; fail naming `what` after `ms`. */
 async function eventually(
@@ -66,7 +44,7 @@ async function eventually(
 }
 
 /** Wait until `sink` has seen `expected` (exactly, in order). */
-async function expectCalls(sink: RecordingSink, expected: Call[], ms = 5_000): Promise<void> {
+async function expectCalls(sink: RecordingSink, expected: SinkCall[], ms = 5_000): Promise<void> {
   await eventually(
     () => sink.calls.length >= expected.length,
     () => `expected ${JSON.stringify(expected)}, have ${JSON.stringify(sink.calls)}`,
@@ -345,7 +323,7 @@ describe('a Jupyter Server with a token, on a loopback port', () => {
     await expectCalls(sink, [['changed', 'x.ipynb', 'events']]);
 
     // A read changes nothing: after it, the next event is the marker's.
-    sink.calls = [];
+    sink.calls.length = 0;
     await must(upstream, 'GET', 'api/contents/x.ipynb');
     await must(upstream, 'GET', 'api/contents');
     await must(upstream, 'PUT', 'api/contents/marker.txt', {
@@ -356,7 +334,7 @@ describe('a Jupyter Server with a token, on a loopback port', () => {
     await expectCalls(sink, [['changed', 'marker.txt', 'events']]);
 
     // A copy is a save of the new file, then a copy event (whose path has a leading slash).
-    sink.calls = [];
+    sink.calls.length = 0;
     const copy = (await must(upstream, 'POST', 'api/contents', { copy_from: '/x.ipynb' })) as {
       path: string;
     };
@@ -366,7 +344,7 @@ describe('a Jupyter Server with a token, on a loopback port', () => {
       ['changed', 'x-Copy1.ipynb', 'events']
     ]);
 
-    sink.calls = [];
+    sink.calls.length = 0;
     await must(upstream, 'PUT', 'api/contents/sub', { type: 'directory' });
     await must(upstream, 'PATCH', 'api/contents/x.ipynb', { path: 'sub/y.ipynb' });
     await expectCalls(sink, [
@@ -374,7 +352,7 @@ describe('a Jupyter Server with a token, on a loopback port', () => {
       ['renamed', 'x.ipynb', 'sub/y.ipynb', 'events']
     ]);
 
-    sink.calls = [];
+    sink.calls.length = 0;
     await must(upstream, 'DELETE', 'api/contents/sub/y.ipynb');
     await expectCalls(sink, [['removed', 'sub/y.ipynb', 'events']]);
 
@@ -399,7 +377,7 @@ describe('a Jupyter Server with a token, on a loopback port', () => {
       ['changed', 'big.txt', 'events']
     ]);
 
-    sink.calls = [];
+    sink.calls.length = 0;
     await must(upstream, 'PUT', 'api/contents/sub2', { type: 'directory' });
     const untitled = (await must(upstream, 'POST', 'api/contents/sub2', { type: 'notebook' })) as {
       path: string;
@@ -550,12 +528,12 @@ describe.each(['unix', 'tcp'] as const)('Jupyter restarted on the same %s addres
     // It had not been subscribed since start: events may have been missed.
     await expectCalls(sink, [RESCAN]);
 
-    sink.calls = [];
+    sink.calls.length = 0;
     await must(upstream, 'PUT', 'api/contents/before.ipynb', NOTEBOOK);
     await expectCalls(sink, [['changed', 'before.ipynb', 'events']]);
 
     // Stop it: the source notices and says why it is not connected.
-    sink.calls = [];
+    sink.calls.length = 0;
     await servers[0].stop();
     await eventually(
       () => !source.status().connected,

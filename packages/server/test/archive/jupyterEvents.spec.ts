@@ -14,37 +14,15 @@ import {
   interpretJupyterEvent,
   JupyterEventSource
 } from '../../src/archive/sources/jupyterEvents';
-import type { ChangeSource, IChangeSink } from '../../src/archive/sources/changes';
 import { createLogger } from '../../src/gateway/logger';
 import type { UpstreamAddress } from '../../src/gateway/upstream';
+import { RecordingSink } from '../support/recordingSink';
 
 jest.setTimeout(15_000);
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
-
-type Call =
-  | ['changed', string, ChangeSource]
-  | ['removed', string, ChangeSource]
-  | ['renamed', string, string, ChangeSource]
-  | ['rescan', string, ChangeSource];
-
-class RecordingSink implements IChangeSink {
-  readonly calls: Call[] = [];
-  changed(path: string, source: ChangeSource): void {
-    this.calls.push(['changed', path, source]);
-  }
-  removed(path: string, source: ChangeSource): void {
-    this.calls.push(['removed', path, source]);
-  }
-  renamed(from: string, to: string, source: ChangeSource): void {
-    this.calls.push(['renamed', from, to, source]);
-  }
-  rescan(reason: string, source: ChangeSource): void {
-    this.calls.push(['rescan', reason, source]);
-  }
-}
 
 async function waitUntil(check: () => boolean, ms: number, what: () => string): Promise<void> {
   const deadline = Date.now() + ms;
