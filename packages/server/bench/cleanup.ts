@@ -12,6 +12,17 @@ export function log(message: string): void {
 export const cleanups: Array<() => Promise<void>> = [];
 let cleaning: Promise<void> | undefined;
 
+/**
+ * Register a clean-up step and return a function that runs it now: the step runs once, when
+ * that function is called or at the end, whichever comes first.
+ */
+export function cleanupStep(step: () => Promise<void>): () => Promise<void> {
+  let done: Promise<void> | undefined;
+  const once = (): Promise<void> => (done ??= step());
+  cleanups.push(once);
+  return once;
+}
+
 /** Has clean-up begun (after a signal the servers go away under the run)? */
 export function cleaningUp(): boolean {
   return cleaning !== undefined;

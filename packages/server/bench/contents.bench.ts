@@ -21,15 +21,7 @@
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import {
-  availableParallelism,
-  cpus,
-  loadavg,
-  release,
-  tmpdir,
-  totalmem,
-  type as osType
-} from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
@@ -43,6 +35,8 @@ import { EMPTY_NOTEBOOK_BYTES, generateNotebook, type IGeneratedNotebook } from 
 import { formatProfileSummary, summariseProfile } from './profile';
 import { formatMs, formatRatio } from './format';
 import { cleanUp, cleaningUp, cleanups, log } from './cleanup';
+import { readMemory } from './cpu';
+import { machineDescription } from './harness';
 
 /** Which server a measurement belongs to. */
 type Side = 'jupyter' | 'ours';
@@ -262,17 +256,6 @@ async function startOurServer(
     `our server (node ${cli} contents) did not print its URL within 30 s` +
       `${exitCode !== undefined ? ` (it exited with ${exitCode})` : ''}. Its output:\n${output}`
   );
-}
-
-/** VmRSS and VmHWM of a process, in bytes. */
-function readMemory(pid: number): { rss: number; hwm: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const field = (name: string): number => {
-    const match = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status);
-    if (match === null) throw new Error(`/proc/${pid}/status has no ${name}`);
-    return Number(match[1]) * 1024;
-  };
-  return { rss: field('VmRSS'), hwm: field('VmHWM') };
 }
 
 /** Reset a process's VmHWM to its current RSS (Linux `clear_refs` 5); false if not allowed. */
@@ -654,11 +637,6 @@ function targetLines(
   return { lines, met, total };
 }
 
-/** The 1, 5 and 15 minute load averages before the run: a busy machine blurs the figures. */
-const loadAtStart = loadavg()
-  .map(load => load.toFixed(2))
-  .join(' / ');
-
 function machineLine(): string {
   let python = 'unknown';
   try {
@@ -673,12 +651,7 @@ function machineLine(): string {
   } catch {
     // reported as unknown
   }
-  const cores = availableParallelism();
-  const model = cpus()[0]?.model.trim() ?? 'unknown CPU';
-  return (
-    `${cores} cores (${model}), ${(totalmem() / 1024 ** 3).toFixed(1)} GiB memory, ${osType()} ${release()}, ` +
-    `Node ${process.version}, Python ${python}; load average at the start ${loadAtStart}`
-  );
+  return machineDescription(`, Python ${python}`);
 }
 
 function workloadLines(result: IRunResult): string[] {

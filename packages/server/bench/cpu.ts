@@ -2,8 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 /**
- * CPU accounting from `/proc` for the benchmarks: how much CPU each process and the whole
- * machine used around a round, so that a ratio can be read against the load behind it.
+ * CPU and memory accounting from `/proc` for the benchmarks: how much CPU each process and the
+ * whole machine used around a round, so that a ratio can be read against the load behind it,
+ * and how much memory a process holds.
  */
 
 /** USER_HZ: the unit of `/proc` CPU times. */
@@ -47,4 +48,15 @@ export function machineBusyMs(): number {
   } catch {
     return NaN;
   }
+}
+
+/** VmRSS and VmHWM (peak RSS) of a process, in bytes. */
+export function readMemory(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string): number => {
+    const match = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status);
+    if (match === null) throw new Error(`/proc/${pid}/status has no ${name}`);
+    return Number(match[1]) * 1024;
+  };
+  return { rss: field('VmRSS'), hwm: field('VmHWM') };
 }

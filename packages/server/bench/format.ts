@@ -26,3 +26,30 @@ export function median(values: readonly number[]): number {
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
+
+/** Nearest-rank percentiles of some samples (NaN samples left out). */
+export interface ILatency {
+  readonly n: number;
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+export function latency(samples: readonly number[]): ILatency {
+  const sorted = [...samples].filter(Number.isFinite).sort((a, b) => a - b);
+  const rank = (p: number): number => sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? NaN;
+  return {
+    n: sorted.length,
+    p50: rank(0.5),
+    p90: rank(0.9),
+    p99: rank(0.99),
+    max: sorted.at(-1) ?? NaN
+  };
+}
+
+/** `+1.23 ms` or `−1.23 ms`. */
+export function formatSignedMs(ms: number): string {
+  if (!Number.isFinite(ms)) return 'n/a';
+  return `${ms >= 0 ? '+' : '−'}${formatMs(Math.abs(ms))}`;
+}

@@ -34,27 +34,20 @@
  * its time went), `--skip-build`, `--no-docs` (do not update docs/benchmarks.md; implied by
  * --quick, --profile and a single transport). A full run takes about two and a half minutes.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { mkdir, readdir } from 'node:fs/promises';
 import { Agent, request, type OutgoingHttpHeaders, type RequestOptions } from 'node:http';
-import {
-  availableParallelism,
-  cpus,
-  loadavg,
-  release,
-  tmpdir,
-  totalmem,
-  type as osType
-} from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { labDefaults, startGatewayProcess, type IGatewayProcess } from '../test/support/gateway';
 import { REPO_ROOT, findVenvPython } from '../test/support/jupyterServer';
 import { decodeV1, encodeV1, openKernelSocket, type IKernelSocket } from '../test/support/kernel';
 import { formatProfileSummary, summariseProfile, writeProfilerPreload } from './profile';
-import { formatMs, formatRate, formatRatio, median } from './format';
+import { formatMs, formatRate, formatRatio, latency, median, type ILatency } from './format';
+import { build, machineDescription, reportText, type ITargetCheck } from './harness';
 import { cleanUp, cleaningUp, cleanups, log } from './cleanup';
 import { machineBusyMs, processCpuMs } from './cpu';
 
@@ -183,14 +176,6 @@ interface IConfigResult {
     readonly target: IHttpTarget;
     readonly rounds: Record<Route, ILoadRound[]>;
   }>;
-}
-
-/** Percentiles and rates derived from the samples, for the report. */
-interface ILatency {
-  readonly n: number;
-  readonly p50: number;
-  readonly p90: number;
-  readonly p99: number;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -771,13 +756,6 @@ async function runConfiguration(
 // ---------------------------------------------------------------------------------------------
 // Statistics and report
 
-/** Nearest-rank percentiles. */
-function latency(samples: readonly number[]): ILatency {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const rank = (p: number): number => sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? NaN;
-  return { n: sorted.length, p50: rank(0.5), p90: rank(0.9), p99: rank(0.99) };
-}
-
 function formatSignedMs(ms: number): string {
   if (!Number.isFinite(ms)) return 'n/a';
   return `${ms >= 0 ? '+' : '−'}${Math.abs(ms).toFixed(3)} ms`;
@@ -840,11 +818,6 @@ function compare(rounds: Record<Route, ILoadRound[]>): {
     return round.requests / round.seconds / (other.requests / other.seconds);
   });
   return { direct, gateway, pooled: gateway.rps / direct.rps, pairs, ratio: median(pairs) };
-}
-
-interface ITargetCheck {
-  readonly text: string;
-  readonly met: boolean;
 }
 
 function kernelChecks(config: IConfigResult): ITargetCheck[] {
@@ -974,11 +947,6 @@ function cpuTable(results: readonly IConfigResult[]): string {
   ].join('\n');
 }
 
-/** The 1, 5 and 15 minute load averages before the run: a busy machine blurs the figures. */
-const loadAtStart = loadavg()
-  .map(load => load.toFixed(2))
-  .join(' / ');
-
 function machineLine(): string {
   let python = 'unknown';
   try {
@@ -993,12 +961,7 @@ function machineLine(): string {
   } catch {
     // reported as unknown
   }
-  const cores = availableParallelism();
-  const model = cpus()[0]?.model.trim() ?? 'unknown CPU';
-  return (
-    `${cores} cores (${model}), ${(totalmem() / 1024 ** 3).toFixed(1)} GiB memory, ${osType()} ${release()}, ` +
-    `Node ${process.version}, Python ${python}; load average at the start ${loadAtStart}`
-  );
+  return machineDescription(`, Python ${python}`);
 }
 
 function report(
@@ -1008,27 +971,7 @@ function report(
   seconds: number
 ): { text: string; allMet: boolean } {
   const plan = plans(options.quick);
-  const checks = results.flatMap(config => [...kernelChecks(config), ...httpChecks(config)]);
-  const met = checks.filter(check => check.met).length;
-  const allMet = met === checks.length;
-  const summary = allMet
-    ? `targets met (${met} of ${checks.length})`
-    : `targets missed: ${checks.length - met} of ${checks.length} (${checks
-        .filter(check => !check.met)
-        .map(check => check.text.split(':')[0])
-        .join('; ')})`;
-  const text = [
-    '## Gateway results',
-    '',
-    `- Command: \`${command}\``,
-    `- Date: ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}`,
-    `- Machine: ${machine}`,
-    `- Run time: ${Math.round(seconds)} s`,
-    `- Upstreams: ${results.map(config => `\`${config.upstreamUrl}\``).join(', ')}`,
-    `- Other processes on the machine just before each configuration: ${results
-      .map(config => `${config.otherCoresBefore.toFixed(2)} cores (${config.transport})`)
-      .join(', ')}`,
-    '',
+  const sections = [
     `### Kernel execute round trip (websocket, \`${EXPRESSION}\` → \`execute_result\`)`,
     '',
     kernelTable(results),
@@ -1051,15 +994,22 @@ function report(
     '',
     `CPU time from \`/proc/<pid>/stat\` (user + system) around each round; "other processes" is the busy time of all ` +
       `${availableParallelism()} cores (\`/proc/stat\`) minus the processes named. The load generator runs on the same machine.`,
-    '',
-    `### Targets: ${allMet ? 'met' : 'missed'}`,
-    '',
-    ...checks.map(check => `- ${check.text}: ${check.met ? 'met' : '**missed**'}`),
-    '',
-    `**${summary}**`,
     ''
-  ].join('\n');
-  return { text, allMet };
+  ];
+  return reportText({
+    title: 'Gateway results',
+    command,
+    machine,
+    seconds,
+    head: [
+      `Upstreams: ${results.map(config => `\`${config.upstreamUrl}\``).join(', ')}`,
+      `Other processes on the machine just before each configuration: ${results
+        .map(config => `${config.otherCoresBefore.toFixed(2)} cores (${config.transport})`)
+        .join(', ')}`
+    ],
+    sections,
+    checks: results.flatMap(config => [...kernelChecks(config), ...httpChecks(config)])
+  });
 }
 
 function writeDocsFile(body: string): void {
@@ -1083,14 +1033,6 @@ function writeDocsFile(body: string): void {
 
 // ---------------------------------------------------------------------------------------------
 // Main
-
-function build(): void {
-  log('building (tsc -b)');
-  const tsc = join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  const result = spawnSync(process.execPath, [tsc, '-b'], { cwd: REPO_ROOT, stdio: 'inherit' });
-  if (result.status !== 0)
-    throw new Error('`tsc -b` failed: fix the build (npm run build), or pass --skip-build.');
-}
 
 async function run(): Promise<void> {
   const started = Date.now();

@@ -29,7 +29,7 @@ export interface IGeneratedNotebook {
 }
 
 /** A small xorshift32 generator: the same seed gives the same notebook on every run. */
-class Random {
+export class Random {
   private state: number;
 
   constructor(seed: number) {
@@ -80,7 +80,7 @@ class Random {
   }
 }
 
-const WORDS = [
+export const WORDS = [
   'data',
   'model',
   'training',
@@ -107,7 +107,7 @@ const WORDS = [
   'validation'
 ];
 
-const CODE_LINES = [
+export const CODE_LINES = [
   'import numpy as np',
   'import pandas as pd',
   'import matplotlib.pyplot as plt',
