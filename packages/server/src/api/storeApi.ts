@@ -92,13 +92,13 @@ export function storeInfo(options: IStoreApiOptions): StoreInfo {
   let archive: StoreInfo['archive'] = null;
   if (queue) {
     const status = queue.status();
-    const times = Object.values(status.lastArchived).map(entry => entry.at);
+
     archive = {
       pending: status.pending,
       oldest_pending_age_seconds:
         status.oldestPendingAgeMs === null ? null : status.oldestPendingAgeMs / 1000,
       archived: status.archived,
-      last_archived_at: times.length ? times.sort().at(-1)! : null,
+      last_archived_at: status.lastArchived?.at ?? null,
       last_error: status.lastError,
       ...options.archiving.observation()
     };

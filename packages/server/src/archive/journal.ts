@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { writeFileAtomic } from '../contents/fileio';
@@ -124,7 +125,11 @@ export class ArchiveJournal {
       ...(options.checkLatest ? { checkLatest: true } : {})
     };
     const header = Buffer.from(`${JSON.stringify(entry)}\n`, 'utf8');
-    await writeFileAtomic(this._file(seq), [header, content], { durable: options.durable });
+    if (options.durable === false && content.length <= SMALL_RECORD_BYTES) {
+      this._writeSmallRecord(seq, header, content);
+    } else {
+      await writeFileAtomic(this._file(seq), [header, content], { durable: options.durable });
+    }
     this._highestSeq = Math.max(this._highestSeq, seq);
     return { ...entry, content };
   }
@@ -137,7 +142,11 @@ export class ArchiveJournal {
    * its save id that it already arrived, so durability here would only cost time.
    */
   async remove(seq: number): Promise<void> {
-    await fs.rm(this._file(seq), { force: true });
+    try {
+      await fs.unlink(this._file(seq));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
   }
 
   /** Remember the highest sequence number and release the lock. */
@@ -149,6 +158,28 @@ export class ArchiveJournal {
       }
       await fs.rm(path.join(this.dir, LOCK), { force: true });
       this._locked = false;
+    }
+  }
+
+  /**
+   * A small record that needs no fsync: written and renamed into place with synchronous calls.
+   *
+   * #### Notes
+   * The rename keeps it all-or-nothing, as {@link writeFileAtomic} does. For a few kilobytes in
+   * the page cache the two system calls take microseconds, while the promise API costs a
+   * thread-pool round trip per call (open, write, close, rename): in a bulk archive of a root
+   * full of notebooks that was a sixth of the gateway's CPU.
+   */
+  private _writeSmallRecord(seq: number, header: Buffer, content: Buffer): void {
+    const target = this._file(seq);
+    // Named like writeFileAtomic's temporary files, which open() clears after a crash.
+    const temporary = path.join(this.dir, PENDING, `.~jupyter-store-${seq}.tmp`);
+    try {
+      writeFileSync(temporary, Buffer.concat([header, content]), { mode: 0o600 });
+      renameSync(temporary, target);
+    } catch (error) {
+      rmSync(temporary, { force: true });
+      throw error;
     }
   }
 
@@ -216,6 +247,8 @@ export class ArchiveJournal {
 }
 
 const PENDING = 'pending';
+/** Records up to this size that need no fsync are written synchronously (see _writeSmallRecord). */
+const SMALL_RECORD_BYTES = 256 * 1024;
 const DAMAGED = 'damaged';
 const LOCK = 'journal.lock';
 const LAST_SEQ = 'last-seq';

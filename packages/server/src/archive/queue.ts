@@ -36,8 +36,12 @@ export interface IArchiveStatus {
   } | null;
   /** The bucket check: ok, or why archiving is on hold. */
   readonly storage: { readonly ok: boolean; readonly reason?: string; readonly checkedAt?: string };
-  /** The last archived version of each path since start-up. */
-  readonly lastArchived: Readonly<Record<string, { versionId: string | null; at: string }>>;
+  /** The last record archived since start-up: its path, version and time; null before one. */
+  readonly lastArchived: {
+    readonly path: string;
+    readonly versionId: string | null;
+    readonly at: string;
+  } | null;
 }
 
 /**
@@ -125,7 +129,7 @@ export class ArchiveQueue {
       archived: this._archived,
       lastError: this._lastError,
       storage: { ...this._storage },
-      lastArchived: Object.fromEntries(this._lastArchived)
+      lastArchived: this._lastArchived
     };
   }
 
@@ -180,7 +184,7 @@ export class ArchiveQueue {
         this._archived++;
         this._lastError = null;
         const at = new Date().toISOString();
-        this._lastArchived.set(record.path, { versionId, at });
+        this._lastArchived = { path: record.path, versionId, at };
         const entry = entryOf(record);
         const attachment = this._attachments.get(record.seq);
         this._attachments.delete(record.seq);
@@ -367,7 +371,7 @@ export class ArchiveQueue {
   /** The specification's `path_locks`: the tail of each path's chain of archives. */
   private readonly _pathLocks = new Map<string, Promise<void>>();
   private readonly _pending = new Map<number, IJournalRecord>();
-  private readonly _lastArchived = new Map<string, { versionId: string | null; at: string }>();
+  private _lastArchived: IArchiveStatus['lastArchived'] = null;
   private readonly _waiters = new Set<() => void>();
   private readonly _roomWaiters = new Set<() => void>();
   /** What the producer of each pending record asked to get back with its confirmation. */

@@ -63,7 +63,7 @@ describe('ArchiveQueue', () => {
     const bodies = store.versions.get('workspace/dir/a.ipynb')?.map(v => v.body.toString());
     expect(bodies).toEqual(Array.from({ length: 20 }, (_, i) => `save ${i}`));
     expect(queue.status()).toMatchObject({ pending: 0, archived: 20, lastError: null });
-    expect(queue.status().lastArchived['dir/a.ipynb'].versionId).toBe('v20');
+    expect(queue.status().lastArchived).toMatchObject({ path: 'dir/a.ipynb', versionId: 'v20' });
   });
 
   test('enqueue resolves only once the journal holds the save', async () => {
