@@ -56,8 +56,7 @@ import { PutObjectCommand, S3Client, type ObjectVersion } from '@aws-sdk/client-
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { mkdir, readFile, readdir } from 'node:fs/promises';
-import { Agent, request } from 'node:http';
+import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -70,7 +69,6 @@ import {
   startMinio,
   type IObjectServer
 } from '../test/support/objectServers';
-import { generateNotebook, type JsonObject } from './notebook';
 import { formatProfileSummary, summariseProfile, writeProfilerPreload } from './profile';
 import {
   formatMs,
@@ -91,12 +89,24 @@ import {
   reportText,
   runConcurrent,
   sleep,
+  waitForLogLine,
   writeGeneratedSection,
   DOCS_FILE,
   type IGeneratedSection,
   type ITargetCheck
 } from './harness';
 import { listVersions, objectKeyOf, readObject, versionCounts, VersionPoller } from './objects';
+import {
+  ARCHIVE_TIMEOUT_MS,
+  PathLocks,
+  SaveClient,
+  Workload,
+  nextId,
+  pacedStream,
+  pathName,
+  type IPacedPlan,
+  type IPacedSave
+} from './saves';
 import {
   OBSERVATION_PHASES,
   OBSERVATION_SECTION,
@@ -119,16 +129,10 @@ const RAW_PREFIX = 'raw';
 /** The gateways' `workspace_prefix` (the default). */
 const WORKSPACE_PREFIX = 'workspace';
 
-/** Placeholder of the save id in the templates; every id has exactly this length. */
-const ID_LENGTH = 16;
-const ID_PLACEHOLDER = 'X'.repeat(ID_LENGTH);
-
 /** The whole run is aborted (servers stopped) after this long (the saves, the observation). */
 const RUN_DEADLINE_MS = { saves: 8 * 60_000, observation: 30 * 60_000 };
 /** A request that takes longer fails the run. */
 const REQUEST_TIMEOUT_MS = 30_000;
-/** A save not archived after this long fails the run. */
-const ARCHIVE_TIMEOUT_MS = 120_000;
 
 const DEFAULT_SECTION = `# Archive benchmark
 
@@ -201,19 +205,6 @@ interface IThroughputPlan {
   readonly warmup: number;
 }
 
-/** A paced stream of saves. */
-interface IPacedPlan {
-  /** Saves per second. */
-  readonly rate: number;
-  readonly paths: number;
-  /** Recorded saves per round. */
-  readonly saves: number;
-  /** Rounds per side (1 for the latency stream). */
-  readonly rounds: number;
-  /** Unrecorded saves before the rounds, at the same rate. */
-  readonly warmup: number;
-}
-
 interface IPlans {
   readonly throughput: IThroughputPlan;
   readonly latency: IPacedPlan & { readonly pollMs: number };
@@ -250,23 +241,6 @@ interface IThroughputRound {
   /** Per request (PUT through the gateway, or PutObject). */
   readonly latencies: number[];
   readonly cpu: ICpu;
-}
-
-/** One save of a paced stream. */
-interface IPacedSave {
-  readonly index: number;
-  readonly path: string;
-  readonly id: string;
-  /** performance.now() when the PUT was sent. */
-  sentAt: number;
-  /** Milliseconds the send started after its schedule (event loop, a busy path). */
-  lateMs: number;
-  /** PUT latency, to the last byte of the answer. */
-  putMs: number;
-  /** performance.now() when a listing first showed the version (measurement 2). */
-  seenAt?: number;
-  /** The version id it became (measurement 2). */
-  versionId?: string;
 }
 
 /** One paced round of measurement 3. */
@@ -449,169 +423,6 @@ async function otherLoad(ms: number, pids: IPids): Promise<number> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Helpers
-
-/** A save id: `prefix` and a counter, padded to {@link ID_LENGTH}. */
-let idCounter = 0;
-function nextId(prefix: string): string {
-  const id = `${prefix}${String(++idCounter).padStart(ID_LENGTH - prefix.length, '0')}`;
-  if (id.length !== ID_LENGTH) throw new Error(`save id ${id} is not ${ID_LENGTH} characters`);
-  return id;
-}
-
-/** Bytes with the placeholder id replaced: the template split around it. */
-interface ITemplate {
-  readonly before: Buffer;
-  readonly after: Buffer;
-}
-
-function splitTemplate(bytes: Buffer, id: string, what: string): ITemplate {
-  const at = bytes.indexOf(id);
-  if (at < 0 || bytes.indexOf(id, at + 1) >= 0) {
-    throw new Error(`${what} does not hold the save id ${id} exactly once`);
-  }
-  return { before: bytes.subarray(0, at), after: bytes.subarray(at + id.length) };
-}
-
-function fill(template: ITemplate, id: string): Buffer {
-  return Buffer.concat([template.before, Buffer.from(id, 'latin1'), template.after]);
-}
-
-/**
- * Runs tasks so that two tasks of the same path never overlap (the later one waits), as one
- * editor saves one notebook: the order of a path's versions is then the order of its saves.
- */
-class PathLocks {
-  /** Run `task` once no other task of `path` runs; resolves with its result. */
-  async run<T>(path: string, task: () => Promise<T>): Promise<{ value: T; waitedMs: number }> {
-    const asked = performance.now();
-    while (this._busy.has(path)) await this._busy.get(path);
-    const waitedMs = performance.now() - asked;
-    const running = (async () => {
-      try {
-        return await task();
-      } finally {
-        this._busy.delete(path);
-      }
-    })();
-    this._busy.set(
-      path,
-      running.then(
-        () => undefined,
-        () => undefined
-      )
-    );
-    return { value: await running, waitedMs };
-  }
-
-  private readonly _busy = new Map<string, Promise<void>>();
-}
-
-// ---------------------------------------------------------------------------------------------
-// Saves through the gateway
-
-/** A notebook save target: a gateway and a keep-alive agent. */
-class SaveClient {
-  constructor(
-    readonly gateway: IGatewayProcess,
-    readonly label: string,
-    sockets: number
-  ) {
-    this._agent = new Agent({ keepAlive: true, maxSockets: sockets, maxFreeSockets: sockets });
-  }
-
-  /** The journal's directory of records not yet confirmed by the object store. */
-  get pendingDir(): string {
-    return join(this.gateway.state.data, 'jupyter-store', 'journal', 'pending');
-  }
-
-  /**
-   * PUT a notebook model (an already serialised request body); resolves with the latency to
-   * the last byte of the answer.
-   *
-   * @throws unless the answer is 200 or 201.
-   */
-  save(apiPath: string, body: Buffer): Promise<number> {
-    const path = `${this.gateway.baseUrl}api/contents/${apiPath
-      .split('/')
-      .map(encodeURIComponent)
-      .join('/')}`;
-    return new Promise((resolve, reject) => {
-      const start = performance.now();
-      const req = request(
-        {
-          host: '127.0.0.1',
-          port: this.gateway.record.port,
-          method: 'PUT',
-          path,
-          agent: this._agent,
-          timeout: REQUEST_TIMEOUT_MS,
-          headers: {
-            Authorization: `token ${this.gateway.token}`,
-            'Content-Type': 'application/json',
-            'Content-Length': body.length
-          }
-        },
-        res => {
-          const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('error', reject);
-          res.on('end', () => {
-            const ms = performance.now() - start;
-            const status = res.statusCode ?? 0;
-            if (status !== 200 && status !== 201) {
-              reject(
-                new Error(
-                  `${this.label}: PUT ${path} answered ${status}: ${Buffer.concat(chunks)
-                    .toString('utf8')
-                    .slice(0, 500)}`
-                )
-              );
-            } else resolve(ms);
-          });
-        }
-      );
-      req.on('timeout', () =>
-        req.destroy(new Error(`PUT ${path} took more than ${REQUEST_TIMEOUT_MS} ms`))
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
-  }
-
-  /** The number of journal records not yet confirmed. */
-  async pending(): Promise<number> {
-    return (await readdir(this.pendingDir)).filter(name => name.endsWith('.rec')).length;
-  }
-
-  /**
-   * Poll the journal every `intervalMs` until no record is pending; resolves with the
-   * performance.now() at which it was seen empty.
-   */
-  async drained(intervalMs = 5, timeoutMs = ARCHIVE_TIMEOUT_MS): Promise<number> {
-    const deadline = performance.now() + timeoutMs;
-    for (;;) {
-      const left = await this.pending();
-      const now = performance.now();
-      if (left === 0) return now;
-      if (now > deadline) {
-        throw new Error(
-          `${this.label}: ${left} saves still pending in ${this.pendingDir} after ${timeoutMs} ms; ` +
-            `the gateway's log:\n${this.gateway.stderr().slice(-3000)}`
-        );
-      }
-      await sleep(intervalMs);
-    }
-  }
-
-  close(): void {
-    this._agent.destroy();
-  }
-
-  private readonly _agent: Agent;
-}
-
-// ---------------------------------------------------------------------------------------------
 // Object store
 
 /**
@@ -641,61 +452,6 @@ async function checkVersions(
     }
   });
   return after;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The workload
-
-/** The notebook and the bodies built from it. */
-class Workload {
-  constructor(bytes: number) {
-    const { model } = generateNotebook(bytes);
-    const content: JsonObject = {
-      ...model,
-      metadata: {
-        ...(model.metadata as JsonObject),
-        jupyter_store_bench: { save_id: ID_PLACEHOLDER }
-      }
-    };
-    this._put = splitTemplate(
-      Buffer.from(JSON.stringify({ type: 'notebook', format: 'json', content }), 'utf8'),
-      ID_PLACEHOLDER,
-      'the PUT body'
-    );
-  }
-
-  /** The PUT body of a save with this id. */
-  putBody(id: string): Buffer {
-    return fill(this._put, id);
-  }
-
-  get putBytes(): number {
-    return this._put.before.length + ID_LENGTH + this._put.after.length;
-  }
-
-  /** Learn the bytes the gateway writes for a save, from a file it saved with `id`. */
-  async learnDiskBytes(file: string, id: string): Promise<void> {
-    this._disk = splitTemplate(await readFile(file), id, file);
-  }
-
-  /** The archived bytes of a save with this id (after {@link learnDiskBytes}). */
-  diskBody(id: string): Buffer {
-    if (this._disk === undefined) throw new Error('the disk bytes are not known yet');
-    return fill(this._disk, id);
-  }
-
-  get diskBytes(): number {
-    return this._disk === undefined
-      ? NaN
-      : this._disk.before.length + ID_LENGTH + this._disk.after.length;
-  }
-
-  private readonly _put: ITemplate;
-  private _disk: ITemplate | undefined;
-}
-
-function pathName(dir: string, index: number, paths: number): string {
-  return `${dir}/nb-${String(index % paths).padStart(2, '0')}.ipynb`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -843,56 +599,6 @@ async function measureThroughput(
     }
   }
   return { plan, rounds };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Paced streams (measurements 2 and 3)
-
-/**
- * Send `count` saves at `rate` per second (open loop: each at its time, answered or not), over
- * `paths` paths in turn; `onSent` runs as each PUT goes out.
- */
-async function pacedStream(
-  saver: SaveClient,
-  workload: Workload,
-  dir: string,
-  plan: IPacedPlan,
-  count: number,
-  onSent?: (save: IPacedSave) => void
-): Promise<IPacedSave[]> {
-  const locks = new PathLocks();
-  const saves: IPacedSave[] = [];
-  const pending: Array<Promise<void>> = [];
-  const interval = 1000 / plan.rate;
-  const start = performance.now();
-  for (let i = 0; i < count; i++) {
-    const due = start + i * interval;
-    await sleep(due - performance.now());
-    const save: IPacedSave = {
-      index: i,
-      path: pathName(dir, i, plan.paths),
-      id: nextId(dir),
-      sentAt: NaN,
-      lateMs: NaN,
-      putMs: NaN
-    };
-    const body = workload.putBody(save.id);
-    saves.push(save);
-    pending.push(
-      locks
-        .run(save.path, () => {
-          save.sentAt = performance.now();
-          save.lateMs = save.sentAt - due;
-          onSent?.(save);
-          return saver.save(save.path, body);
-        })
-        .then(({ value }) => {
-          save.putMs = value;
-        })
-    );
-  }
-  await Promise.all(pending);
-  return saves;
 }
 
 /** Measurement 2: save-to-archived latency, on the debug gateway. */
@@ -1420,19 +1126,8 @@ async function startGateway(
       log(`the ${role} gateway exited with ${code}; its stderr:\n${gateway.stderr()}`);
   });
   const expected = role === 'off' ? 'archiving is off' : ARCHIVING_ON_MESSAGE;
-  const deadline = Date.now() + 10_000;
-  while (logLines(gateway, expected).length === 0) {
-    if (Date.now() > deadline) {
-      throw new Error(
-        `the ${role} gateway did not log '${expected}'; its stderr:\n${gateway.stderr().slice(-3000)}`
-      );
-    }
-    await sleep(50);
-  }
-  if (role === 'off') {
-    const reason = logLines(gateway, expected)[0].reason;
-    log(`off gateway: archiving is off (${String(reason)})`);
-  }
+  const line = await waitForLogLine(gateway, expected);
+  if (role === 'off') log(`off gateway: archiving is off (${String(line.reason)})`);
   log(`${role} gateway on port ${gateway.record.port} (pid ${gateway.record.pid})`);
   return gateway;
 }

@@ -38,7 +38,13 @@ import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { mkdir, readdir } from 'node:fs/promises';
-import { Agent, request, type OutgoingHttpHeaders, type RequestOptions } from 'node:http';
+import {
+  Agent,
+  request,
+  type IncomingHttpHeaders,
+  type OutgoingHttpHeaders,
+  type RequestOptions
+} from 'node:http';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -116,11 +122,16 @@ interface IHttpPlan {
   readonly warmupMs: number;
 }
 
-/** One way to Jupyter: where to connect, for HTTP and for websockets. */
-interface IEndpoint {
-  readonly route: Route;
+/** Where HTTP requests go: a name for messages, and how to connect. */
+interface IHttpEndpoint {
+  readonly route: string;
   /** The `node:http` options that reach it (host and port, or socketPath). */
   readonly connect: RequestOptions;
+}
+
+/** One way to Jupyter: where to connect, for HTTP and for websockets. */
+interface IEndpoint extends IHttpEndpoint {
+  readonly route: Route;
   /** The websocket URL of a path below the base URL (`ws://…` or `ws+unix:…`). */
   wsUrl(relative: string): string;
 }
@@ -132,14 +143,23 @@ interface ICpu {
   readonly client: number;
   /** The kernel processes (children of Jupyter). */
   readonly kernels: number;
-  /** Every other process on the machine (busy time of all cores minus the four above). */
+  /** The object store the gateway archives to (MinIO), when it is a process of its own. */
+  readonly store: number;
+  /** Every other process on the machine (busy time of all cores minus the five above). */
   readonly others: number;
 }
 
-/** The processes whose CPU time is counted. */
+/** The processes whose CPU time is counted (-1: none). */
 interface IPids {
   readonly gateway: number;
   readonly jupyter: number | null;
+  readonly store?: number;
+}
+
+/** A server under HTTP load: the headers of its requests and the processes behind it. */
+interface ILoadServer {
+  readonly headers: OutgoingHttpHeaders;
+  readonly pids: IPids;
 }
 
 /** One timed round of HTTP load. */
@@ -153,7 +173,7 @@ interface ILoadRound {
 
 /** A proxied request the HTTP load sends. */
 interface IHttpTarget {
-  readonly id: 'asset' | 'kernelspecs';
+  readonly id: 'asset' | 'kernelspecs' | 'notebook';
   readonly label: string;
   /** The path below the base URL, with its query. */
   readonly path: string;
@@ -248,6 +268,7 @@ function cpuNow(pids: IPids): ICpu {
     jupyter: processCpuMs(pids.jupyter),
     client: (own.user + own.system) / 1000,
     kernels: childPids(pids.jupyter).reduce((sum, pid) => sum + processCpuMs(pid), 0),
+    store: processCpuMs(pids.store),
     others: machineBusyMs()
   };
 }
@@ -258,13 +279,15 @@ function cpuSince(pids: IPids, start: ICpu): ICpu {
   const jupyter = now.jupyter - start.jupyter;
   const client = now.client - start.client;
   const kernels = Math.max(0, now.kernels - start.kernels);
+  const store = now.store - start.store;
   const machine = now.others - start.others;
   return {
     gateway,
     jupyter,
     client,
     kernels,
-    others: Math.max(0, machine - gateway - jupyter - client - kernels)
+    store,
+    others: Math.max(0, machine - gateway - jupyter - client - kernels - store)
   };
 }
 
@@ -323,6 +346,7 @@ function commonHeaders(gateway: IGatewayProcess): Record<string, string> {
 
 interface IHttpAnswer {
   readonly status: number;
+  readonly headers: IncomingHttpHeaders;
   readonly contentLength: number | undefined;
   readonly body: Buffer | undefined;
   readonly bodyBytes: number;
@@ -330,7 +354,7 @@ interface IHttpAnswer {
 
 /** One request, read to its last byte. */
 function httpGet(
-  endpoint: IEndpoint,
+  endpoint: IHttpEndpoint,
   path: string,
   headers: OutgoingHttpHeaders,
   agent: Agent | undefined,
@@ -353,6 +377,7 @@ function httpGet(
           const length = res.headers['content-length'];
           resolve({
             status: res.statusCode ?? 0,
+            headers: res.headers,
             contentLength: length === undefined ? undefined : Number(length),
             body: keepBody ? Buffer.concat(chunks) : undefined,
             bodyBytes
@@ -369,7 +394,7 @@ function httpGet(
 }
 
 /** Check one answer of the load: 200 and the whole body. */
-function checkAnswer(route: Route, target: IHttpTarget, answer: IHttpAnswer): void {
+function checkAnswer(route: string, target: IHttpTarget, answer: IHttpAnswer): void {
   if (answer.status !== 200) {
     throw new Error(`${route}: GET ${target.path} answered ${answer.status}, not 200`);
   }
@@ -386,8 +411,8 @@ function checkAnswer(route: Route, target: IHttpTarget, answer: IHttpAnswer): vo
  * once the previous answer has been read whole.
  */
 async function loadRound(
-  gateway: IGatewayProcess,
-  endpoint: IEndpoint,
+  server: ILoadServer,
+  endpoint: IHttpEndpoint,
   target: IHttpTarget,
   plan: IHttpPlan,
   durationMs: number
@@ -398,7 +423,7 @@ async function loadRound(
     maxFreeSockets: plan.concurrency,
     scheduling: 'fifo'
   });
-  const headers = commonHeaders(gateway);
+  const { headers, pids } = server;
   try {
     // Open every connection before the clock starts.
     await Promise.all(
@@ -413,7 +438,6 @@ async function loadRound(
     const latencies: number[] = [];
     let requests = 0;
     let bytes = 0;
-    const pids = { gateway: gateway.record.pid, jupyter: gateway.record.upstream_pid };
     const cpuStart = cpuNow(pids);
     const start = process.hrtime.bigint();
     const deadline = start + BigInt(durationMs) * 1_000_000n;
@@ -467,11 +491,15 @@ async function measureHttp(
   plan: IHttpPlan
 ): Promise<Record<Route, ILoadRound[]>> {
   const rounds: Record<Route, ILoadRound[]> = { direct: [], gateway: [] };
-  for (const route of ROUTES) await loadRound(gateway, points[route], target, plan, plan.warmupMs);
+  const server: ILoadServer = {
+    headers: commonHeaders(gateway),
+    pids: { gateway: gateway.record.pid, jupyter: gateway.record.upstream_pid }
+  };
+  for (const route of ROUTES) await loadRound(server, points[route], target, plan, plan.warmupMs);
   for (let round = 0; round < plan.rounds; round++) {
     const order = round % 2 === 0 ? ROUTES : [...ROUTES].reverse();
     for (const route of order) {
-      rounds[route].push(await loadRound(gateway, points[route], target, plan, plan.roundMs));
+      rounds[route].push(await loadRound(server, points[route], target, plan, plan.roundMs));
     }
   }
   return rounds;
@@ -788,6 +816,7 @@ function throughput(rounds: readonly ILoadRound[]): {
     jupyter: f('jupyter'),
     client: f('client'),
     kernels: f('kernels'),
+    store: f('store'),
     others: f('others')
   });
   return {

@@ -111,6 +111,31 @@ export function logLines(gateway: IGatewayProcess, msg: string): Array<Record<st
   return lines;
 }
 
+/**
+ * Wait until a gateway has logged `msg`; resolves with the first such line.
+ *
+ * @throws with the end of its log after `timeoutMs`.
+ */
+export async function waitForLogLine(
+  gateway: IGatewayProcess,
+  msg: string,
+  timeoutMs = 10_000
+): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const [line] = logLines(gateway, msg);
+    if (line !== undefined) return line;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `the gateway (pid ${gateway.record.pid}) did not log '${msg}'; its stderr:\n${gateway
+          .stderr()
+          .slice(-3000)}`
+      );
+    }
+    await sleep(50);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The machine
 
