@@ -231,7 +231,7 @@ export class ArchiveIntake implements IChangeSink {
           const current = this._known.get(now);
           if (current?.sha256 !== read.sha256) {
             this._known.set(now, { ...read.state, archived: false, durable: false });
-            this._enqueue(
+            this._enqueueQuietly(
               now,
               read.bytes,
               {
@@ -244,7 +244,7 @@ export class ArchiveIntake implements IChangeSink {
             );
           }
         }
-        this._enqueue(
+        this._enqueueQuietly(
           old,
           Buffer.alloc(0),
           { source, action: 'delete', durable: false },
@@ -405,25 +405,28 @@ export class ArchiveIntake implements IChangeSink {
         return;
       }
     }
-    const renamedFrom = known ? undefined : this._takePendingDeleteWithContent(read.sha256);
+    const renamedFrom = known
+      ? undefined
+      : (this._takePendingDeleteWithContent(read.sha256) ??
+        (await this._takeVanishedWithContent(read.sha256, apiPath)));
+    if (this._holds.has(apiPath) || this._generation(apiPath) !== generation) {
+      // The gateway took over this path meanwhile: the old path is still gone, the new one is
+      // looked at again after the gateway's record.
+      if (renamedFrom !== undefined) this._enqueueDelete(renamedFrom, source);
+      void this.look(apiPath, source);
+      return;
+    }
     this._known.set(apiPath, { ...read.state, archived: false, durable: false });
     // Without an index nor a listing, the bucket may hold this content already.
     const checkLatest =
       this._index.isUnconfirmed(apiPath) || (!known && !this._index.found && !this._remote);
-    this._enqueue(
+    this._enqueueQuietly(
       apiPath,
       read.bytes,
       { source, durable: false, renamedFrom, checkLatest },
       read.holder
     );
-    if (renamedFrom !== undefined) {
-      this._enqueue(
-        renamedFrom,
-        Buffer.alloc(0),
-        { source, action: 'delete', durable: false },
-        undefined
-      );
-    }
+    if (renamedFrom !== undefined) this._enqueueDelete(renamedFrom, source);
   }
 
   /** Settle, then read: see the class notes. */
@@ -525,7 +528,7 @@ export class ArchiveIntake implements IChangeSink {
       if (!this._known.has(apiPath)) return;
       this._known.delete(apiPath);
       this._bumpGeneration(apiPath);
-      this._enqueue(
+      this._enqueueQuietly(
         apiPath,
         Buffer.alloc(0),
         { source, action: 'delete', durable: false },
@@ -550,6 +553,32 @@ export class ArchiveIntake implements IChangeSink {
       this._known.delete(apiPath);
       this._bumpGeneration(apiPath);
       return apiPath;
+    }
+    return undefined;
+  }
+
+  /**
+   * A known path with this content whose file is gone, though its delete was not reported yet:
+   * the other half of a rename whose new name was seen first (the watcher often reports the
+   * new name before the old one's removal, and Jupyter's rename event comes later still).
+   */
+  private async _takeVanishedWithContent(
+    sha256: string,
+    newPath: string
+  ): Promise<string | undefined> {
+    for (const candidate of this._known.withContent(sha256)) {
+      if (candidate === newPath) continue;
+      try {
+        await fs.lstat(this._osPath(candidate));
+        continue;
+      } catch {
+        // Gone: a rename, unless someone else claimed it meanwhile.
+      }
+      if (this._known.get(candidate)?.sha256 !== sha256) continue;
+      this._cancelPendingDelete(candidate);
+      this._known.delete(candidate);
+      this._bumpGeneration(candidate);
+      return candidate;
     }
     return undefined;
   }
@@ -582,6 +611,20 @@ export class ArchiveIntake implements IChangeSink {
       if (this._enqueueChains.get(apiPath) === settled) this._enqueueChains.delete(apiPath);
     });
     return current;
+  }
+
+  private _enqueueDelete(apiPath: string, source: ChangeSource): void {
+    this._enqueueQuietly(
+      apiPath,
+      Buffer.alloc(0),
+      { source, action: 'delete', durable: false },
+      undefined
+    );
+  }
+
+  /** {@link _enqueue} for observed changes: a failure is logged there, and nobody waits. */
+  private _enqueueQuietly(...args: Parameters<ArchiveIntake['_enqueue']>): void {
+    this._enqueue(...args).catch(() => undefined);
   }
 
   private _chainLook(apiPath: string, work: () => Promise<void>): Promise<void> {
@@ -656,7 +699,7 @@ export class ArchiveIntake implements IChangeSink {
   private readonly _renameWindowMs: number;
   private readonly _maxPendingForBulk: number;
   /** The newest content queued or archived per path. */
-  private readonly _known = new Map<string, Private.IKnown>();
+  private readonly _known = new Private.KnownContents();
   private readonly _lookChains = new Map<string, Promise<void>>();
   private readonly _waitingLooks = new Map<string, Promise<void>>();
   private readonly _enqueueChains = new Map<string, Promise<void>>();
@@ -700,6 +743,46 @@ export namespace ArchiveIntake {
 }
 
 namespace Private {
+  /** The known content per path, with the paths of each content, for pairing renames. */
+  export class KnownContents {
+    get(apiPath: string): IKnown | undefined {
+      return this._byPath.get(apiPath);
+    }
+
+    has(apiPath: string): boolean {
+      return this._byPath.has(apiPath);
+    }
+
+    keys(): IterableIterator<string> {
+      return this._byPath.keys();
+    }
+
+    set(apiPath: string, known: IKnown): void {
+      this.delete(apiPath);
+      this._byPath.set(apiPath, known);
+      let paths = this._bySha.get(known.sha256);
+      if (!paths) this._bySha.set(known.sha256, (paths = new Set()));
+      paths.add(apiPath);
+    }
+
+    delete(apiPath: string): void {
+      const known = this._byPath.get(apiPath);
+      if (!known) return;
+      this._byPath.delete(apiPath);
+      const paths = this._bySha.get(known.sha256);
+      paths?.delete(apiPath);
+      if (paths?.size === 0) this._bySha.delete(known.sha256);
+    }
+
+    /** The paths whose known content is `sha256`. */
+    withContent(sha256: string): string[] {
+      return [...(this._bySha.get(sha256) ?? [])];
+    }
+
+    private readonly _byPath = new Map<string, IKnown>();
+    private readonly _bySha = new Map<string, Set<string>>();
+  }
+
   export interface IKnown {
     sha256: string;
     /** Undefined until known (a replayed record, a save whose stat is being read). */

@@ -199,6 +199,23 @@ describe('ArchiveIntake', () => {
       expect(store.history(KEY('old.ipynb'))).toEqual(['moved content', null]);
     });
 
+    it('records a rename whose new name is reported before the old one is gone', async () => {
+      await write('first.ipynb', 'renamed early');
+      harness.intake.changed('first.ipynb', 'watcher');
+      await harness.drained();
+      await fs.rename(join(root, 'first.ipynb'), join(root, 'second.ipynb'));
+      harness.intake.changed('second.ipynb', 'watcher');
+      await harness.drained();
+      harness.intake.removed('first.ipynb', 'watcher');
+      harness.intake.renamed('first.ipynb', 'second.ipynb', 'events');
+      await harness.drained();
+      expect(store.history(KEY('second.ipynb'))).toEqual(['renamed early']);
+      expect(store.versions.get(KEY('second.ipynb'))![0].metadata['renamed-from']).toBe(
+        'first.ipynb'
+      );
+      expect(store.history(KEY('first.ipynb'))).toEqual(['renamed early', null]);
+    });
+
     it('follows a reported rename of a folder', async () => {
       await fs.mkdir(join(root, 'from'));
       await write('from/a b.ipynb', 'a');
