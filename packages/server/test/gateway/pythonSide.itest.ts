@@ -184,6 +184,91 @@ async function startRig(
   return { gateway, rootDir, bucket };
 }
 
+/** What a test needs: its block's rig and the shared browser. */
+type Ready = IBackendRig & { browser: Browser };
+
+/**
+ * The beforeAll and afterAll of a describe block with a rig of its own: a new root (named after
+ * `label`) with what `prepare` writes there before the gateway starts (its first scan archives
+ * it), and a gateway on it (see {@link startRig}); afterwards the gateway stopped, its exit code
+ * and the missing-file reads of its log in `figure`, and the root removed.
+ *
+ * @returns what a test of the block needs, once beforeAll succeeded.
+ */
+function useRig(
+  label: string,
+  setting: 'node' | 'jupyter' | 'auto',
+  figure: Record<string, unknown>,
+  prepare: (rootDir: string) => Promise<void>,
+  options: { extraArgs?: string[]; timeoutMs: number }
+): () => Ready {
+  let rig: IBackendRig | undefined;
+
+  beforeAll(async () => {
+    const rootDir = await mkdtemp(join(tmpdir(), `pyside-${label}-`));
+    try {
+      await prepare(rootDir);
+      rig = await startRig(setting, rootDir, options.extraArgs);
+    } catch (error) {
+      await rm(rootDir, { recursive: true, force: true });
+      throw error;
+    }
+  }, options.timeoutMs);
+
+  afterAll(async () => {
+    if (!rig) return;
+    figure.gatewayExit = await rig.gateway.stop('SIGTERM', 30_000);
+    figure.missingFileReads = missingFileLines(rig.gateway).reads;
+    await rm(rig.rootDir, { recursive: true, force: true });
+  }, 60_000);
+
+  return () => {
+    if (!rig || !browser) throw new Error('beforeAll did not start the gateway and the browser');
+    return { ...rig, browser };
+  };
+}
+
+/** A Lab page in its own workspace `workspace` (also its label), on `path` if given. */
+function openLab(current: Ready, workspace: string, path?: string): Promise<LabPage> {
+  return LabPage.open(current.browser, current.gateway, labPath(workspace, path), {
+    label: workspace,
+    timeoutMs: LAB_LOAD_MS
+  });
+}
+
+/**
+ * Open a Lab page (see {@link openLab}), run `body` with it (a failure comes with the page's and
+ * the gateway's diagnostics), and close it.
+ */
+async function withLab(
+  current: Ready,
+  workspace: string,
+  path: string | undefined,
+  body: (lab: LabPage) => Promise<void>
+): Promise<void> {
+  const lab = await openLab(current, workspace, path);
+  try {
+    await withDiagnostics(
+      current.gateway,
+      () => [lab],
+      () => body(lab)
+    );
+  } finally {
+    await lab.close();
+  }
+}
+
+/** Wait until the notebook opened at `path` is ready: its room open, its kernel connected. */
+function waitForNotebookInRoom(lab: LabPage, path: string): Promise<number> {
+  return waitForNotebook(lab, { roomFor: path, kernel: true, timeoutMs: LAB_LOAD_MS });
+}
+
+/** Right-click `script.py` in the file browser, Open With → Jupytext Notebook. */
+async function openScriptAsNotebook(lab: LabPage): Promise<void> {
+  await waitForFileBrowserItem(lab.page, 'script.py', LAB_LOAD_MS);
+  await openWithInFileBrowser(lab.page, 'script.py', 'Jupytext Notebook');
+}
+
 function keyOf(path: string): string {
   return `${PREFIX}/${path}`;
 }
@@ -199,6 +284,28 @@ async function archivedAsOnDisk(rig: IBackendRig, path: string): Promise<boolean
   const [newest] = await historyOf(rig, path);
   const disk = await readFile(join(rig.rootDir, path)).catch(() => undefined);
   return !!(newest?.body && disk && newest.body.equals(disk));
+}
+
+/** Wait until the archive below the prefix is quiet (see {@link waitForQuietArchive}). */
+async function waitForQuiet(rig: IBackendRig): Promise<number> {
+  if (!client) throw new Error('beforeAll did not make an S3 client');
+  return waitForQuietArchive(rig.gateway, client, rig.bucket, `${PREFIX}/`);
+}
+
+/**
+ * The history of `path` (newest first), checked: its newest version is the file on disk, and no
+ * two consecutive versions are the same.
+ */
+async function checkedHistory(rig: IBackendRig, path: string): Promise<IHistoryEntry[]> {
+  const history = await historyOf(rig, path);
+  expect(history[0].body?.equals(await readFile(join(rig.rootDir, path)))).toBe(true);
+  expect(repeatedVersions(history)).toEqual([]);
+  return history;
+}
+
+/** The writers of a history's versions, oldest first. */
+function writers(history: readonly IHistoryEntry[]): string[] {
+  return history.map(entry => entry.metadata.writer ?? '?').reverse();
 }
 
 /**
@@ -286,34 +393,18 @@ function missingFileLines(gateway: IGatewayProcess): { room: string[]; reads: st
 // ---------------------------------------------------------------------------------------------
 
 describe.each(['node', 'jupyter'] as const)('contents_backend=%s with collaboration', backend => {
-  let rig: IBackendRig | undefined;
   const figure: Record<string, unknown> = (figures[backend] = {});
-
-  beforeAll(async () => {
-    const rootDir = await mkdtemp(join(tmpdir(), `pyside-${backend}-`));
-    // In the root before the gateway starts: its first scan archives them.
-    await writeFile(join(rootDir, 'draft.ipynb'), notebook(['']));
-    await writeFile(join(rootDir, 'shared.ipynb'), notebook(['', '']));
-    if (backend === 'node') await writeFile(join(rootDir, 'script.py'), '# %%\nx = 1\n');
-    try {
-      rig = await startRig(backend, rootDir);
-    } catch (error) {
-      await rm(rootDir, { recursive: true, force: true });
-      throw error;
-    }
-  }, 150_000);
-
-  afterAll(async () => {
-    if (!rig) return;
-    figure.gatewayExit = await rig.gateway.stop('SIGTERM', 30_000);
-    figure.missingFileReads = missingFileLines(rig.gateway).reads;
-    await rm(rig.rootDir, { recursive: true, force: true });
-  }, 60_000);
-
-  function ready(): IBackendRig & { browser: Browser } {
-    if (!rig || !browser) throw new Error('beforeAll did not start the gateway and the browser');
-    return { ...rig, browser };
-  }
+  const ready = useRig(
+    backend,
+    backend,
+    figure,
+    async rootDir => {
+      await writeFile(join(rootDir, 'draft.ipynb'), notebook(['']));
+      await writeFile(join(rootDir, 'shared.ipynb'), notebook(['', '']));
+      if (backend === 'node') await writeFile(join(rootDir, 'script.py'), '# %%\nx = 1\n');
+    },
+    { timeoutMs: 150_000 }
+  );
 
   test(`GET api/store reports the ${backend} backend, as set`, async () => {
     const { gateway } = ready();
@@ -325,89 +416,61 @@ describe.each(['node', 'jupyter'] as const)('contents_backend=%s with collaborat
     const current = ready();
     const { gateway, rootDir } = current;
     const marker = `after_rename_${backend}_${RUN} = 1`;
-    const lab = await LabPage.open(
-      current.browser,
-      gateway,
-      labPath(`${backend}-rename`, 'draft.ipynb'),
-      {
-        label: `${backend}-rename`,
-        timeoutMs: LAB_LOAD_MS
-      }
-    );
-    try {
-      await withDiagnostics(
-        gateway,
-        () => [lab],
-        async () => {
-          figure.renameLabReadyMs = await waitForNotebook(lab, {
-            roomFor: 'draft.ipynb',
-            kernel: true,
-            timeoutMs: LAB_LOAD_MS
-          });
-          figure.renameLeftAloneMs = await waitUntilLeftAlone(
-            [lab],
-            join(rootDir, 'draft.ipynb'),
-            () => archivedAsOnDisk(current, 'draft.ipynb')
-          );
-
-          // Right-click → Rename, type the new name, Enter; Lab's tab follows the file.
-          const renamedAt = Date.now();
-          await renameInFileBrowser(lab.page, 'draft.ipynb', 'final.ipynb');
-          await poll('Lab and the disk to show the new name', STEP_MS, async note => {
-            const titles = await tabTitles(lab.page);
-            const onDisk = existsSync(join(rootDir, 'final.ipynb'));
-            const oldOnDisk = existsSync(join(rootDir, 'draft.ipynb'));
-            note(`tabs ${JSON.stringify(titles)}; final ${onDisk}; draft ${oldOnDisk}`);
-            return titles.includes('final.ipynb') && onDisk && !oldOnDisk ? true : undefined;
-          });
-          figure.renameMs = Date.now() - renamedAt;
-
-          // Keep working: type, Ctrl+S. The save goes over the room, which must save the new path.
-          await typeIntoCell(lab.page, 0, marker);
-          const reply = await saveThroughRoom(lab, 'draft.ipynb', STEP_MS);
-          figure.renameSaveReply = reply;
-          expect(reply.status).toBe('success');
-
-          const { text, ms: diskMs } = await waitForDisk(rootDir, 'final.ipynb', [marker]);
-          figure.renameSaveToDiskMs = diskMs;
-          expect(cellSources(text)).toEqual([marker]);
-          expect(existsSync(join(rootDir, 'draft.ipynb'))).toBe(false);
-
-          const { ms: archiveMs } = await waitForArchivedMarkers(current, 'final.ipynb', [marker]);
-          figure.renameSaveToVersionMs = archiveMs;
-          // Quiet: a room still saving to the old path would have recreated it by now.
-          await waitForQuietArchive(gateway, client!, current.bucket, `${PREFIX}/`);
-          expect(existsSync(join(rootDir, 'draft.ipynb'))).toBe(false);
-
-          // The new key: its first version says where it came from; its newest is the file.
-          const finalHistory = await historyOf(current, 'final.ipynb');
-          expect(finalHistory[0].body?.equals(await readFile(join(rootDir, 'final.ipynb')))).toBe(
-            true
-          );
-          expect(finalHistory.some(entry => entry.body?.includes(marker))).toBe(true);
-          // README: "A rename archives the content under the new key with metadata
-          // `renamed-from`", whichever of the watcher and Jupyter's event reports it first.
-          expect(finalHistory.at(-1)?.metadata['renamed-from']).toBe('draft.ipynb');
-          expect(repeatedVersions(finalHistory)).toEqual([]);
-          figure.renameFinalWriters = finalHistory
-            .map(entry => entry.metadata.writer ?? '?')
-            .reverse();
-
-          // The old key: a delete marker on top, and never the marker in any of its versions.
-          const draftHistory = await historyOf(current, 'draft.ipynb');
-          expect(draftHistory[0]).toMatchObject({ body: null, isLatest: true });
-          expect(draftHistory.filter(entry => entry.body?.includes(marker))).toEqual([]);
-          figure.renameDraftHistory = draftHistory.map(entry =>
-            entry.body === null ? 'delete marker' : (entry.metadata.writer ?? '?')
-          );
-
-          // Nothing (no room's save, no room's poll) hit the old path after the rename.
-          expect(missingFileLines(gateway).room).toEqual([]);
-        }
+    await withLab(current, `${backend}-rename`, 'draft.ipynb', async lab => {
+      figure.renameLabReadyMs = await waitForNotebookInRoom(lab, 'draft.ipynb');
+      figure.renameLeftAloneMs = await waitUntilLeftAlone([lab], join(rootDir, 'draft.ipynb'), () =>
+        archivedAsOnDisk(current, 'draft.ipynb')
       );
-    } finally {
-      await lab.close();
-    }
+
+      // Right-click → Rename, type the new name, Enter; Lab's tab follows the file.
+      const renamedAt = Date.now();
+      await renameInFileBrowser(lab.page, 'draft.ipynb', 'final.ipynb');
+      await poll('Lab and the disk to show the new name', STEP_MS, async note => {
+        const titles = await tabTitles(lab.page);
+        const onDisk = existsSync(join(rootDir, 'final.ipynb'));
+        const oldOnDisk = existsSync(join(rootDir, 'draft.ipynb'));
+        note(`tabs ${JSON.stringify(titles)}; final ${onDisk}; draft ${oldOnDisk}`);
+        return titles.includes('final.ipynb') && onDisk && !oldOnDisk ? true : undefined;
+      });
+      figure.renameMs = Date.now() - renamedAt;
+
+      // Keep working: type, Ctrl+S. The save goes over the room, which must save the new path.
+      await typeIntoCell(lab.page, 0, marker);
+      const reply = await saveThroughRoom(lab, 'draft.ipynb', STEP_MS);
+      figure.renameSaveReply = reply;
+      expect(reply.status).toBe('success');
+
+      const { text, ms: diskMs } = await waitForDisk(rootDir, 'final.ipynb', [marker]);
+      figure.renameSaveToDiskMs = diskMs;
+      expect(cellSources(text)).toEqual([marker]);
+      expect(existsSync(join(rootDir, 'draft.ipynb'))).toBe(false);
+
+      const { ms: archiveMs } = await waitForArchivedMarkers(current, 'final.ipynb', [marker]);
+      figure.renameSaveToVersionMs = archiveMs;
+      // Quiet: a room still saving to the old path would have recreated it by now.
+      await waitForQuiet(current);
+      expect(existsSync(join(rootDir, 'draft.ipynb'))).toBe(false);
+
+      // The new key: its newest version is the file, none repeats the one before, one holds
+      // the marker, and its first says where it came from.
+      const finalHistory = await checkedHistory(current, 'final.ipynb');
+      expect(finalHistory.some(entry => entry.body?.includes(marker))).toBe(true);
+      // README: "A rename archives the content under the new key with metadata
+      // `renamed-from`", whichever of the watcher and Jupyter's event reports it first.
+      expect(finalHistory.at(-1)?.metadata['renamed-from']).toBe('draft.ipynb');
+      figure.renameFinalWriters = writers(finalHistory);
+
+      // The old key: a delete marker on top, and never the marker in any of its versions.
+      const draftHistory = await historyOf(current, 'draft.ipynb');
+      expect(draftHistory[0]).toMatchObject({ body: null, isLatest: true });
+      expect(draftHistory.filter(entry => entry.body?.includes(marker))).toEqual([]);
+      figure.renameDraftHistory = draftHistory.map(entry =>
+        entry.body === null ? 'delete marker' : (entry.metadata.writer ?? '?')
+      );
+
+      // Nothing (no room's save, no room's poll) hit the old path after the rename.
+      expect(missingFileLines(gateway).room).toEqual([]);
+    });
   });
 
   test('two people edit one notebook at once: nothing is lost, each save archived once', async () => {
@@ -422,36 +485,12 @@ describe.each(['node', 'jupyter'] as const)('contents_backend=%s with collaborat
         () => pages,
         async () => {
           // One after the other: Lab finds the first one's kernel session for the second.
-          const alice = await LabPage.open(
-            current.browser,
-            gateway,
-            labPath(`${backend}-alice`, 'shared.ipynb'),
-            {
-              label: `${backend}-alice`,
-              timeoutMs: LAB_LOAD_MS
-            }
-          );
+          const alice = await openLab(current, `${backend}-alice`, 'shared.ipynb');
           pages.push(alice);
-          figure.aliceReadyMs = await waitForNotebook(alice, {
-            roomFor: 'shared.ipynb',
-            kernel: true,
-            timeoutMs: LAB_LOAD_MS
-          });
-          const bob = await LabPage.open(
-            current.browser,
-            gateway,
-            labPath(`${backend}-bob`, 'shared.ipynb'),
-            {
-              label: `${backend}-bob`,
-              timeoutMs: LAB_LOAD_MS
-            }
-          );
+          figure.aliceReadyMs = await waitForNotebookInRoom(alice, 'shared.ipynb');
+          const bob = await openLab(current, `${backend}-bob`, 'shared.ipynb');
           pages.push(bob);
-          figure.bobReadyMs = await waitForNotebook(bob, {
-            roomFor: 'shared.ipynb',
-            kernel: true,
-            timeoutMs: LAB_LOAD_MS
-          });
+          figure.bobReadyMs = await waitForNotebookInRoom(bob, 'shared.ipynb');
           // Both in the same room (the file's id).
           expect(bob.roomOf('shared.ipynb')?.room).toBe(alice.roomOf('shared.ipynb')?.room);
           await waitUntilLeftAlone([alice, bob], join(rootDir, 'shared.ipynb'), () =>
@@ -495,14 +534,12 @@ describe.each(['node', 'jupyter'] as const)('contents_backend=%s with collaborat
             markerB
           ]);
           figure.twoPeopleSaveToVersionMs = archiveMs;
-          await waitForQuietArchive(gateway, client!, current.bucket, `${PREFIX}/`);
+          await waitForQuiet(current);
 
-          const history = await historyOf(current, 'shared.ipynb');
-          expect(history[0].body?.equals(await readFile(join(rootDir, 'shared.ipynb')))).toBe(true);
-          expect(repeatedVersions(history)).toEqual([]);
+          const history = await checkedHistory(current, 'shared.ipynb');
           expect(history.filter(entry => entry.body === null)).toEqual([]);
           figure.twoPeopleNewVersions = history.length - versionsBefore;
-          figure.twoPeopleWriters = history.map(entry => entry.metadata.writer ?? '?').reverse();
+          figure.twoPeopleWriters = writers(history);
 
           // With collaboration the browsers save through the room, never with a PUT.
           const puts = pages.flatMap(lab =>
@@ -534,35 +571,18 @@ describe.each(['node', 'jupyter'] as const)('contents_backend=%s with collaborat
 
       // And what a person sees: Open With → Jupytext Notebook is offered (the frontend
       // extension is installed), and Lab says it cannot load the file.
-      const lab = await LabPage.open(current.browser, gateway, labPath('node-jupytext'), {
-        label: 'node-jupytext',
-        timeoutMs: LAB_LOAD_MS
+      await withLab(current, 'node-jupytext', undefined, async lab => {
+        await openScriptAsNotebook(lab);
+        const { value: shown } = await poll('Lab to answer the opening', STEP_MS, async note => {
+          const dialogs = await dialogTexts(lab.page);
+          note(JSON.stringify(dialogs));
+          return dialogs.find(text => /script\.py/.test(text));
+        });
+        figure.jupytextScriptInLab = shown;
+        expect(shown).toMatch(/File Load Error for script\.py/);
+        expect(shown).toMatch(/Unreadable Notebook/);
+        expect(await readFile(join(rootDir, 'script.py'), 'utf8')).toBe(before);
       });
-      try {
-        await withDiagnostics(
-          gateway,
-          () => [lab],
-          async () => {
-            await waitForFileBrowserItem(lab.page, 'script.py', LAB_LOAD_MS);
-            await openWithInFileBrowser(lab.page, 'script.py', 'Jupytext Notebook');
-            const { value: shown } = await poll(
-              'Lab to answer the opening',
-              STEP_MS,
-              async note => {
-                const dialogs = await dialogTexts(lab.page);
-                note(JSON.stringify(dialogs));
-                return dialogs.find(text => /script\.py/.test(text));
-              }
-            );
-            figure.jupytextScriptInLab = shown;
-            expect(shown).toMatch(/File Load Error for script\.py/);
-            expect(shown).toMatch(/Unreadable Notebook/);
-            expect(await readFile(join(rootDir, 'script.py'), 'utf8')).toBe(before);
-          }
-        );
-      } finally {
-        await lab.close();
-      }
     });
   }
 });
@@ -572,13 +592,13 @@ describe.each(['node', 'jupyter'] as const)('contents_backend=%s with collaborat
 // ---------------------------------------------------------------------------------------------
 
 describe('jupytext with contents_backend=auto (jupyter), scripts archived too', () => {
-  let rig: IBackendRig | undefined;
   const figure: Record<string, unknown> = (figures.jupytext = {});
   const SCRIPT = '# %%\nx = 1\n';
-
-  beforeAll(async () => {
-    const rootDir = await mkdtemp(join(tmpdir(), 'pyside-jupytext-'));
-    try {
+  const ready = useRig(
+    'jupytext',
+    'auto',
+    figure,
+    async rootDir => {
       await writeFile(join(rootDir, 'script.py'), SCRIPT);
       await writeFile(
         join(rootDir, 'paired.ipynb'),
@@ -592,24 +612,9 @@ describe('jupytext with contents_backend=auto (jupyter), scripts archived too', 
       if (!existsSync(join(rootDir, 'paired.py'))) {
         throw new Error('jupytext --sync paired.ipynb did not write paired.py');
       }
-      rig = await startRig('auto', rootDir, ['--StoreSettings.archive_include=**/*.ipynb,**/*.py']);
-    } catch (error) {
-      await rm(rootDir, { recursive: true, force: true });
-      throw error;
-    }
-  }, 180_000);
-
-  afterAll(async () => {
-    if (!rig) return;
-    figure.gatewayExit = await rig.gateway.stop('SIGTERM', 30_000);
-    figure.missingFileReads = missingFileLines(rig.gateway).reads;
-    await rm(rig.rootDir, { recursive: true, force: true });
-  }, 60_000);
-
-  function ready(): IBackendRig & { browser: Browser } {
-    if (!rig || !browser) throw new Error('beforeAll did not start the gateway and the browser');
-    return { ...rig, browser };
-  }
+    },
+    { extraArgs: ['--StoreSettings.archive_include=**/*.ipynb,**/*.py'], timeoutMs: 180_000 }
+  );
 
   test('auto picks jupyter, naming jupytext', async () => {
     const { gateway } = ready();
@@ -626,125 +631,83 @@ describe('jupytext with contents_backend=auto (jupyter), scripts archived too', 
     await poll('the script to be archived by the first scan', STEP_MS, async () =>
       (await archivedAsOnDisk(current, 'script.py')) ? true : undefined
     );
-    const lab = await LabPage.open(current.browser, gateway, labPath('jupytext-script'), {
-      label: 'jupytext-script',
-      timeoutMs: LAB_LOAD_MS
-    });
-    try {
-      await withDiagnostics(
-        gateway,
-        () => [lab],
-        async () => {
-          // Right-click → Open With → Jupytext Notebook (the script's default viewer is the
-          // editor); Lab asks for a kernel (the script names none): the default is accepted.
-          await waitForFileBrowserItem(lab.page, 'script.py', LAB_LOAD_MS);
-          await openWithInFileBrowser(lab.page, 'script.py', 'Jupytext Notebook');
-          figure.scriptReadyMs = await waitForNotebook(lab, {
-            kernel: true,
-            timeoutMs: LAB_LOAD_MS
-          });
-          expect((await cellTexts(lab.page))[0]).toContain('x = 1');
+    await withLab(current, 'jupytext-script', undefined, async lab => {
+      // Right-click → Open With → Jupytext Notebook (the script's default viewer is the
+      // editor); Lab asks for a kernel (the script names none): the default is accepted.
+      await openScriptAsNotebook(lab);
+      figure.scriptReadyMs = await waitForNotebook(lab, { kernel: true, timeoutMs: LAB_LOAD_MS });
+      expect((await cellTexts(lab.page))[0]).toContain('x = 1');
 
-          await typeIntoCell(lab.page, 0, marker, { newLine: true });
-          const savedAt = Date.now();
-          await lab.page.keyboard.press('Control+s');
-          // Not collaborative: Lab saves with a PUT, which the gateway relays to Python.
-          const { value: put } = await poll('Lab to PUT the script', STEP_MS, async () =>
-            lab.apiRequests.find(
-              r =>
-                r.at >= savedAt &&
-                r.method === 'PUT' &&
-                r.path.endsWith('/api/contents/script.py') &&
-                r.status !== undefined
-            )
-          );
-          expect(put.status).toBe(200);
-
-          const { text, ms } = await waitForDisk(rootDir, 'script.py', [marker]);
-          figure.scriptSaveToDiskMs = ms;
-          // Still a percent script, not a notebook's JSON; no notebook beside it.
-          expect(text).toBe(`# %%\nx = 1\n${marker}\n`);
-          expect(existsSync(join(rootDir, 'script.ipynb'))).toBe(false);
-
-          const { history, ms: archiveMs } = await waitForArchivedMarkers(current, 'script.py', [
-            marker
-          ]);
-          figure.scriptSaveToVersionMs = archiveMs;
-          expect(history.at(-1)?.body?.toString('utf8')).toBe(SCRIPT);
-          figure.scriptWriters = history.map(entry => entry.metadata.writer ?? '?').reverse();
-          expect(missingFileLines(gateway).room).toEqual([]);
-        }
+      await typeIntoCell(lab.page, 0, marker, { newLine: true });
+      const savedAt = Date.now();
+      await lab.page.keyboard.press('Control+s');
+      // Not collaborative: Lab saves with a PUT, which the gateway relays to Python.
+      const { value: put } = await poll('Lab to PUT the script', STEP_MS, async () =>
+        lab.apiRequests.find(
+          r =>
+            r.at >= savedAt &&
+            r.method === 'PUT' &&
+            r.path.endsWith('/api/contents/script.py') &&
+            r.status !== undefined
+        )
       );
-    } finally {
-      await lab.close();
-    }
+      expect(put.status).toBe(200);
+
+      const { text, ms } = await waitForDisk(rootDir, 'script.py', [marker]);
+      figure.scriptSaveToDiskMs = ms;
+      // Still a percent script, not a notebook's JSON; no notebook beside it.
+      expect(text).toBe(`# %%\nx = 1\n${marker}\n`);
+      expect(existsSync(join(rootDir, 'script.ipynb'))).toBe(false);
+
+      const { history, ms: archiveMs } = await waitForArchivedMarkers(current, 'script.py', [
+        marker
+      ]);
+      figure.scriptSaveToVersionMs = archiveMs;
+      expect(history.at(-1)?.body?.toString('utf8')).toBe(SCRIPT);
+      figure.scriptWriters = writers(history);
+      expect(missingFileLines(gateway).room).toEqual([]);
+    });
   });
 
   test('a paired notebook edited and saved in Lab: both files change and both are archived', async () => {
     const current = ready();
     const { gateway, rootDir } = current;
     const marker = `paired_marker_${RUN} = 4`;
-    const lab = await LabPage.open(
-      current.browser,
-      gateway,
-      labPath('jupytext-paired', 'paired.ipynb'),
-      {
-        label: 'jupytext-paired',
-        timeoutMs: LAB_LOAD_MS
+    await withLab(current, 'jupytext-paired', 'paired.ipynb', async lab => {
+      figure.pairedReadyMs = await waitForNotebookInRoom(lab, 'paired.ipynb');
+      await waitUntilLeftAlone([lab], join(rootDir, 'paired.ipynb'), async () => {
+        const both = await Promise.all([
+          archivedAsOnDisk(current, 'paired.ipynb'),
+          archivedAsOnDisk(current, 'paired.py')
+        ]);
+        return both.every(Boolean);
+      });
+      const before = {
+        ipynb: await readFile(join(rootDir, 'paired.ipynb'), 'utf8'),
+        py: await readFile(join(rootDir, 'paired.py'), 'utf8')
+      };
+      expect(before.py).toContain('formats: ipynb,py:percent');
+
+      await typeIntoCell(lab.page, 0, marker, { newLine: true });
+      const reply = await saveThroughRoom(lab, 'paired.ipynb', STEP_MS);
+      figure.pairedSaveReply = reply;
+      expect(reply.status).toBe('success');
+
+      const ipynb = await waitForDisk(rootDir, 'paired.ipynb', [marker]);
+      const py = await waitForDisk(rootDir, 'paired.py', [marker]);
+      figure.pairedSaveToDiskMs = { ipynb: ipynb.ms, py: py.ms };
+      expect(cellSources(ipynb.text)).toEqual([`y = 2\n${marker}`]);
+      expect(py.text).toContain(`# %%\ny = 2\n${marker}\n`);
+      expect(py.text).not.toBe(before.py);
+
+      const archivedIpynb = await waitForArchivedMarkers(current, 'paired.ipynb', [marker]);
+      const archivedPy = await waitForArchivedMarkers(current, 'paired.py', [marker]);
+      figure.pairedSaveToVersionMs = { ipynb: archivedIpynb.ms, py: archivedPy.ms };
+      await waitForQuiet(current);
+      for (const path of ['paired.ipynb', 'paired.py']) {
+        figure[`${path} writers`] = writers(await checkedHistory(current, path));
       }
-    );
-    try {
-      await withDiagnostics(
-        gateway,
-        () => [lab],
-        async () => {
-          figure.pairedReadyMs = await waitForNotebook(lab, {
-            roomFor: 'paired.ipynb',
-            kernel: true,
-            timeoutMs: LAB_LOAD_MS
-          });
-          await waitUntilLeftAlone([lab], join(rootDir, 'paired.ipynb'), async () => {
-            const both = await Promise.all([
-              archivedAsOnDisk(current, 'paired.ipynb'),
-              archivedAsOnDisk(current, 'paired.py')
-            ]);
-            return both.every(Boolean);
-          });
-          const before = {
-            ipynb: await readFile(join(rootDir, 'paired.ipynb'), 'utf8'),
-            py: await readFile(join(rootDir, 'paired.py'), 'utf8')
-          };
-          expect(before.py).toContain('formats: ipynb,py:percent');
-
-          await typeIntoCell(lab.page, 0, marker, { newLine: true });
-          const reply = await saveThroughRoom(lab, 'paired.ipynb', STEP_MS);
-          figure.pairedSaveReply = reply;
-          expect(reply.status).toBe('success');
-
-          const ipynb = await waitForDisk(rootDir, 'paired.ipynb', [marker]);
-          const py = await waitForDisk(rootDir, 'paired.py', [marker]);
-          figure.pairedSaveToDiskMs = { ipynb: ipynb.ms, py: py.ms };
-          expect(cellSources(ipynb.text)).toEqual([`y = 2\n${marker}`]);
-          expect(py.text).toContain(`# %%\ny = 2\n${marker}\n`);
-          expect(py.text).not.toBe(before.py);
-
-          const archivedIpynb = await waitForArchivedMarkers(current, 'paired.ipynb', [marker]);
-          const archivedPy = await waitForArchivedMarkers(current, 'paired.py', [marker]);
-          figure.pairedSaveToVersionMs = { ipynb: archivedIpynb.ms, py: archivedPy.ms };
-          await waitForQuietArchive(gateway, client!, current.bucket, `${PREFIX}/`);
-          for (const path of ['paired.ipynb', 'paired.py']) {
-            const history = await historyOf(current, path);
-            expect(history[0].body?.equals(await readFile(join(rootDir, path)))).toBe(true);
-            expect(repeatedVersions(history)).toEqual([]);
-            figure[`${path} writers`] = history
-              .map(entry => entry.metadata.writer ?? '?')
-              .reverse();
-          }
-          expect(missingFileLines(gateway).room).toEqual([]);
-        }
-      );
-    } finally {
-      await lab.close();
-    }
+      expect(missingFileLines(gateway).room).toEqual([]);
+    });
   });
 });

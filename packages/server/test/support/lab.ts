@@ -369,13 +369,15 @@ export function scrub(text: string, token: string | undefined): string {
 }
 
 /**
- * Run `body`; if it fails, rethrow with the diagnostics of the pages and the tail of the
- * gateway's log (its own and Jupyter's lines); the whole log is kept in a temporary file.
+ * Run `body`; if it fails, rethrow with the diagnostics of the pages, what `more` adds (e.g. the
+ * versions in the bucket) and the tail of the gateway's log (its own and Jupyter's lines); the
+ * whole log is kept in a temporary file.
  */
 export async function withDiagnostics<T>(
   gateway: IGatewayProcess | undefined,
   pages: () => readonly (LabPage | undefined)[],
-  body: () => Promise<T>
+  body: () => Promise<T>,
+  more?: () => Promise<string>
 ): Promise<T> {
   try {
     return await body();
@@ -384,6 +386,7 @@ export async function withDiagnostics<T>(
     for (const lab of pages()) {
       if (lab) parts.push(await lab.diagnostics().catch(e => `diagnostics failed: ${String(e)}`));
     }
+    if (more) parts.push(await more().catch(e => `diagnostics failed: ${String(e)}`));
     const token = gateway?.token;
     if (gateway) {
       const log = join(tmpdir(), `lab-${process.pid}-gateway-${Date.now()}.log`);
@@ -469,23 +472,25 @@ export function cellEditor(page: Page, index: number): Locator {
 
 /**
  * Click into cell `index`, go to its end, and type `text` (on a new line with `newLine`), as a
- * person does; wait until the editor shows it. Use text without brackets or quotes: CodeMirror
- * closes those itself.
+ * person does; wait until the editor shows it (at most `timeoutMs`, 10 s unless given). Use text
+ * without brackets or quotes: CodeMirror closes those itself.
  */
 export async function typeIntoCell(
   page: Page,
   index: number,
   text: string,
-  options: { newLine?: boolean; delayMs?: number } = {}
+  options: { newLine?: boolean; delayMs?: number; timeoutMs?: number } = {}
 ): Promise<void> {
   await dismissInterruptions(page);
   const editor = cellEditor(page, index);
-  await editor.waitFor({ state: 'visible', timeout: 20_000 });
-  await editor.click({ timeout: 20_000 });
+  // Bounded by the page's default timeout (20 s as LabPage.open sets it).
+  await editor.waitFor({ state: 'visible' });
+  await editor.click();
   await page.keyboard.press('Control+End');
   if (options.newLine) await page.keyboard.press('Enter');
   await page.keyboard.type(text, { delay: options.delayMs });
-  await poll(`cell ${index} to show ${JSON.stringify(text)}`, 10_000, async note => {
+  const shownWithin = options.timeoutMs ?? 10_000;
+  await poll(`cell ${index} to show ${JSON.stringify(text)}`, shownWithin, async note => {
     const shown = await editor.innerText();
     note(JSON.stringify(shown));
     return shown.includes(text) ? true : undefined;
@@ -749,12 +754,53 @@ export async function listAllVersions(
 /** One entry of a key's history: a version with its bytes, or a delete marker (`body` null). */
 export interface IHistoryEntry {
   versionId: string;
+  /** The version's ETag as listed; empty for a delete marker. */
+  etag: string;
   isLatest: boolean;
   lastModified: number;
   /** The version's bytes; null for a delete marker. */
   body: Buffer | null;
   /** Our object metadata (`writer`, `renamed-from`, …); empty for a delete marker. */
   metadata: Record<string, string>;
+}
+
+/** The bytes and our object metadata of one version of `key`. */
+async function fetchVersion(
+  client: S3Client,
+  bucket: string,
+  key: string,
+  versionId: string | undefined
+): Promise<{ body: Buffer; metadata: Record<string, string> }> {
+  const object = await client.send(
+    new GetObjectCommand({ Bucket: bucket, Key: key, VersionId: versionId }),
+    { abortSignal: AbortSignal.timeout(15_000) }
+  );
+  return {
+    body: Buffer.from(await object.Body!.transformToByteArray()),
+    metadata: object.Metadata ?? {}
+  };
+}
+
+/**
+ * The newest version of exactly `key` with its bytes (the latest one, or the first listed when a
+ * delete marker is the latest), delete markers aside; undefined while the key has no version.
+ * One listing and one GET, for a poll.
+ */
+export async function newestVersion(
+  client: S3Client,
+  bucket: string,
+  key: string
+): Promise<(IHistoryEntry & { body: Buffer }) | undefined> {
+  const versions = (await listAllVersions(client, bucket, key)).versions.filter(v => v.Key === key);
+  const newest = versions.find(version => version.IsLatest) ?? versions[0];
+  if (!newest) return undefined;
+  return {
+    versionId: newest.VersionId ?? '',
+    etag: newest.ETag ?? '',
+    isLatest: newest.IsLatest ?? false,
+    lastModified: newest.LastModified?.getTime() ?? 0,
+    ...(await fetchVersion(client, bucket, key, newest.VersionId))
+  };
 }
 
 /** Every version and delete marker of exactly `key`, newest first, with the versions' bytes. */
@@ -765,8 +811,12 @@ export async function keyHistory(
 ): Promise<IHistoryEntry[]> {
   const listed = await listAllVersions(client, bucket, key);
   const items = [
-    ...listed.versions.filter(v => v.Key === key).map(v => ({ item: v, marker: false })),
-    ...listed.deleteMarkers.filter(m => m.Key === key).map(m => ({ item: m, marker: true }))
+    ...listed.versions
+      .filter(v => v.Key === key)
+      .map(v => ({ item: v, marker: false, etag: v.ETag ?? '' })),
+    ...listed.deleteMarkers
+      .filter(m => m.Key === key)
+      .map(m => ({ item: m, marker: true, etag: '' }))
   ];
   // Newest first; the listing's own order breaks ties within a millisecond (versions and
   // markers are listed apart, so the latest one goes first among equals).
@@ -776,49 +826,50 @@ export async function keyHistory(
       Number(b.item.IsLatest ?? false) - Number(a.item.IsLatest ?? false)
   );
   const entries: IHistoryEntry[] = [];
-  for (const { item, marker } of items) {
-    let body: Buffer | null = null;
-    let metadata: Record<string, string> = {};
-    if (!marker) {
-      const object = await client.send(
-        new GetObjectCommand({ Bucket: bucket, Key: key, VersionId: item.VersionId }),
-        { abortSignal: AbortSignal.timeout(15_000) }
-      );
-      body = Buffer.from(await object.Body!.transformToByteArray());
-      metadata = object.Metadata ?? {};
-    }
+  for (const { item, marker, etag } of items) {
+    const fetched = marker
+      ? { body: null, metadata: {} }
+      : await fetchVersion(client, bucket, key, item.VersionId);
     entries.push({
       versionId: item.VersionId ?? '',
+      etag,
       isLatest: item.IsLatest ?? false,
       lastModified: item.LastModified?.getTime() ?? 0,
-      body,
-      metadata
+      ...fetched
     });
   }
   return entries;
 }
 
-/** Consecutive versions (newest first) that hold the same bytes, described; [] when none. */
+/**
+ * Consecutive versions (newest first) that hold the same bytes or have the same ETag, described;
+ * [] when none.
+ */
 export function repeatedVersions(entries: readonly IHistoryEntry[]): string[] {
   const repeats: string[] = [];
   for (let i = 1; i < entries.length; i++) {
     const [newer, older] = [entries[i - 1], entries[i]];
-    if (newer.body && older.body && newer.body.equals(older.body)) {
-      repeats.push(`${older.versionId} then ${newer.versionId} (${newer.body.length} bytes)`);
+    if (newer.body && older.body && (newer.etag === older.etag || newer.body.equals(older.body))) {
+      repeats.push(
+        `${older.versionId} then ${newer.versionId} (${newer.etag}, ${newer.body.length} bytes)`
+      );
     }
   }
   return repeats;
 }
 
-/** One line per entry, for messages: id, writer, size, and the start of the bytes. */
-export function describeHistory(entries: readonly IHistoryEntry[]): string {
+/**
+ * One line per entry, for messages: id, writer, size, and the first `chars` characters of the
+ * bytes.
+ */
+export function describeHistory(entries: readonly IHistoryEntry[], chars = 200): string {
   if (!entries.length) return '(no versions)';
   return entries
     .map(entry =>
       entry.body === null
         ? `${entry.versionId} delete marker${entry.isLatest ? ' (latest)' : ''}`
         : `${entry.versionId} writer ${entry.metadata.writer ?? '?'} ${entry.body.length} bytes: ` +
-          JSON.stringify(entry.body.toString('utf8').slice(0, 200))
+          JSON.stringify(entry.body.toString('utf8').slice(0, chars))
     )
     .join('\n');
 }
