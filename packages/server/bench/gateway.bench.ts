@@ -77,7 +77,13 @@ import {
   type ILoadRound,
   type ILoadServer
 } from './load';
-import { CONTENTS_SECTION, contentsChecks, contentsReport, runContents } from './relay.bench';
+import {
+  CONTENTS_SECTION,
+  contentsChecks,
+  contentsInvalid,
+  contentsReport,
+  runContents
+} from './relay.bench';
 
 /** The way a request takes to Jupyter. */
 type Route = 'direct' | 'gateway';
@@ -844,6 +850,8 @@ async function runContentsPhase(command: string): Promise<boolean> {
     checks: contentsChecks(result)
   });
   process.stdout.write(`\n${text}\n`);
+  const invalid = contentsInvalid(result);
+  if (invalid !== undefined) throw new Error(`${invalid}: the figures above are not written`);
   if (writeDocs.contents) {
     writeGeneratedSection(CONTENTS_SECTION, text);
     log(`wrote ${DOCS_FILE}`);

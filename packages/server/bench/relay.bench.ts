@@ -28,10 +28,13 @@
  *    notebook with a fixed number of keep-alive workers, in rounds of fixed time scheduled as
  *    the saves', for (a), (b) and (c) (the archive does not touch a GET, so (b′) and (b0) would
  *    repeat (b)).
- * 3. The pieces of a relayed save, measured in this process with the product's own code on the
- *    same file system, paced as the saves are: the read (`lstat`, `readFile`, SHA-256), the
- *    journal append (`ArchiveJournal.append`, durable), and the same record written without its
- *    fsyncs (`writeFileAtomic` with `durable: false`).
+ * 3. Where a relayed save's time goes: the gateways with the `jupyter` backend time their own
+ *    work during the rounds (a preload wraps the built classes' methods: Jupyter's part as the
+ *    proxy sees it, the relayed-save hook, its read and its journal append, the answer after
+ *    it); and the hook's pieces alone, in this process with the product's own code on the same
+ *    file system, paced as the saves are: the read (`lstat`, `readFile`, SHA-256), the journal
+ *    append (`ArchiveJournal.append`, durable), and the same record written without its fsyncs
+ *    (`writeFileAtomic` with `durable: false`).
  *
  * #### Notes
  * - That a side is what it says is checked, not assumed: each gateway's `GET api/store` must
@@ -43,6 +46,8 @@
  *   counted every save.
  * - CPU time of the gateway, of its Jupyter, of MinIO and of this process around every round
  *   (`/proc`), and the busy time of the machine, whose remainder is "other processes".
+ * - The machine is shared: a round starts once other processes are quiet, and is run again when
+ *   they took more than a little of the machine during it (see {@link undisturbed}).
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -245,7 +250,7 @@ interface IGetRound extends ILoadRound {
 /** What a side showed about itself (checked, and reported). */
 interface ISideCheck {
   readonly side: ContentsSide;
-  /** `contents_backend` of `GET api/store` (`backend: reason`), or `–` for plain Jupyter. */
+  /** `contents_backend` of `GET api/store` (`backend (reason)`), or `–` for plain Jupyter. */
   readonly backend: string;
   /** The `Server` header of a save's answer. */
   readonly server: string;
@@ -1302,6 +1307,24 @@ function checksSection(result: IContentsResult): string[] {
     return `- ${SIDES[check.side].tag}: backend ${check.backend}; a save answered by \`${check.server}\`; ${archived}.`;
   });
   return ['### What each side was (checked during the run)', '', ...lines, ''];
+}
+
+/**
+ * What makes the run's figures unusable: a save to an archiving gateway that did not become its
+ * version, or the gateway's counts disagreeing; undefined when every check passed.
+ */
+export function contentsInvalid(result: IContentsResult): string | undefined {
+  const wrong = result.checks.filter(
+    ({ archive }) =>
+      archive !== undefined &&
+      (archive.versions !== archive.saves ||
+        archive.latestMatching !== archive.paths ||
+        archive.gatewaySeen !== archive.saves ||
+        archive.pending !== 0)
+  );
+  return wrong.length === 0
+    ? undefined
+    : `not every save was archived as sent on ${wrong.map(check => SIDES[check.side].tag).join(', ')} (see "What each side was")`;
 }
 
 /** The checks against the target. */

@@ -164,7 +164,10 @@ export class ArchiveQueue {
   private _schedule(record: IJournalRecord, replayed: boolean): void {
     this._pending.set(record.seq, record);
     const previous = this._pathLocks.get(record.path) ?? Promise.resolve();
-    const done = previous.then(() => this._archive(record, replayed));
+    // The upload starts on the next turn of the event loop: the SDK does a millisecond of
+    // synchronous work before its first await, which would otherwise come before the answer of
+    // the save that queued this record.
+    const done = previous.then(nextTurn).then(() => this._archive(record, replayed));
     this._pathLocks.set(record.path, done);
     void done.finally(() => {
       if (this._pathLocks.get(record.path) === done) this._pathLocks.delete(record.path);
@@ -415,6 +418,10 @@ function toStoreError(error: unknown): ObjectStoreError {
     (error as NodeJS.ErrnoException)?.code ?? 'Error',
     true
   );
+}
+
+function nextTurn(): Promise<void> {
+  return new Promise(resolve => setImmediate(resolve));
 }
 
 function sleep(ms: number): Promise<void> {
