@@ -1368,7 +1368,7 @@ export function contentsChecks(result: IContentsResult): ITargetCheck[] {
 export function contentsReport(result: IContentsResult): { head: string[]; sections: string[] } {
   const head = [
     `Sides: ${result.sides.map(side => `${SIDES[side].tag} ${SIDES[side].label}`).join('; ')}`,
-    `Jupyter of each side: ${result.sides.map(side => `${SIDES[side].tag} \`${result.upstreams[side] ?? '?'}\``).join(', ')}` +
+    `Jupyter of each side: ${result.sides.map(side => `${SIDES[side].tag} ${describeTransport(result.upstreams[side])}`).join(', ')}` +
       (result.minioVersion === undefined
         ? ''
         : `; MinIO ${result.minioVersion} (single drive, versioned bucket \`${MINIO_BUCKET}\`)`),
@@ -1390,4 +1390,10 @@ export function contentsReport(result: IContentsResult): { head: string[]; secti
     ''
   ];
   return { head, sections };
+}
+
+/** How a side reaches its Jupyter, without the temporary paths and ports of one run. */
+function describeTransport(upstream: string | undefined): string {
+  if (upstream === undefined) return '?';
+  return upstream.startsWith('unix:') ? 'a private unix socket' : 'a loopback port';
 }
