@@ -142,7 +142,7 @@ export class ArchiveIntake implements IChangeSink {
       durable: true
     });
     await Promise.all([
-      this._enqueue(apiPath, bytes, { source, durable: true, checkLatest }, holder),
+      this._enqueue(apiPath, bytes, { source, durable: true, checkLatest, sha256 }, holder),
       statRead
     ]);
   }
@@ -238,7 +238,8 @@ export class ArchiveIntake implements IChangeSink {
                 source,
                 durable: false,
                 renamedFrom: known ? old : undefined,
-                checkLatest: this._index.isUnconfirmed(now)
+                checkLatest: this._index.isUnconfirmed(now),
+                sha256: read.sha256
               },
               read.holder
             );
@@ -423,7 +424,7 @@ export class ArchiveIntake implements IChangeSink {
     this._enqueueQuietly(
       apiPath,
       read.bytes,
-      { source, durable: false, renamedFrom, checkLatest },
+      { source, durable: false, renamedFrom, checkLatest, sha256: read.sha256 },
       read.holder
     );
     if (renamedFrom !== undefined) this._enqueueDelete(renamedFrom, source);

@@ -56,6 +56,8 @@ export interface IAppendOptions {
   readonly durable?: boolean;
   /** When the change was seen (ms since the epoch); default now. */
   readonly queuedAt?: number;
+  /** The content's SHA-256 (hex) when the caller has it already; computed otherwise. */
+  readonly sha256?: string;
 }
 
 /** An entry with the bytes it archives. */
@@ -117,7 +119,7 @@ export class ArchiveJournal {
       seq,
       path: apiPath,
       queuedAt: options.queuedAt ?? Date.now(),
-      sha256: createHash('sha256').update(content).digest('hex'),
+      sha256: options.sha256 ?? createHash('sha256').update(content).digest('hex'),
       saveId: `${this._runId}-${seq}`,
       ...(options.action && options.action !== 'put' ? { action: options.action } : {}),
       ...(options.renamedFrom !== undefined ? { renamedFrom: options.renamedFrom } : {}),
