@@ -5,7 +5,7 @@
  *
  * #### Notes
  * - Each server gets its own identical copy of the workload tree and its own isolated HOME and
- *   Jupyter directories; our server runs as a separate Node process (`lib/cli/main.js contents`),
+ *   Jupyter directories; our server runs as a separate Node process (the built `createApp` on a loopback port),
  *   so the RSS we report is its own.
  * - Requests are sent one at a time over one keep-alive connection per server. Every operation
  *   has a warm-up, then several rounds; each round runs a batch against both servers, and the
@@ -72,7 +72,7 @@ const GENERATED_MARKER =
 const DEFAULT_INTRO = `# Contents API benchmark
 
 \`npm run bench:contents\` runs the same contents-API workload against a real Jupyter Server 2
-(from the project venv) and against jupyter-store's own contents manager (\`jupyter-store contents\`,
+(from the project venv) and against jupyter-store's own contents manager (the built \`createApp\`,
 a separate Node process), in one run, and rewrites the part of this page below the marker. It is a
 benchmark, not a test: machines are noisy, so compare the ratios, and rerun before drawing
 conclusions from a small difference.
@@ -201,7 +201,23 @@ function isolatedEnv(stateDir: string): NodeJS.ProcessEnv {
   };
 }
 
-/** Our server, started from the built CLI as its own process. */
+/**
+ * Our contents API alone, from the built `createApp`, as a process of its own on a loopback port
+ * (the contents API has no authentication of its own: the gateway guards it in the product).
+ */
+const CONTENTS_SERVER = `
+const { createApp } = require(${JSON.stringify(join(REPO_ROOT, 'packages', 'server', 'lib', 'app.js'))});
+const app = createApp({ rootDir: process.argv[1] });
+const server = app.listen(0, '127.0.0.1', () => {
+  process.stdout.write('http://127.0.0.1:' + server.address().port + '/api/contents\\n');
+});
+process.once('SIGTERM', () => {
+  server.close(() => app.locals.contentsManager.close().finally(() => process.exit(0)));
+  server.closeIdleConnections();
+});
+`;
+
+/** Our server, started from the built library as its own process. */
 interface IOurServer {
   readonly url: string;
   readonly pid: number;
@@ -213,14 +229,14 @@ async function startOurServer(
   stateDir: string,
   profileDir?: string
 ): Promise<IOurServer> {
-  const cli = join(REPO_ROOT, 'packages', 'server', 'lib', 'cli', 'main.js');
-  if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`npm run build\` first.`);
+  const app = join(REPO_ROOT, 'packages', 'server', 'lib', 'app.js');
+  if (!existsSync(app)) throw new Error(`${app} is missing: run \`npm run build\` first.`);
   for (const dir of ['home', 'config', 'data', 'runtime'])
     await mkdir(join(stateDir, dir), { recursive: true });
   const nodeFlags = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`];
   const child: ChildProcess = spawn(
     process.execPath,
-    [...nodeFlags, cli, 'contents', '--root-dir', rootDir, '--port', '0', '--ip', '127.0.0.1'],
+    [...nodeFlags, '-e', CONTENTS_SERVER, rootDir],
     { cwd: rootDir, env: isolatedEnv(stateDir), stdio: ['ignore', 'pipe', 'pipe'] }
   );
   let output = '';
@@ -253,7 +269,7 @@ async function startOurServer(
   }
   await stop();
   throw new Error(
-    `our server (node ${cli} contents) did not print its URL within 30 s` +
+    `our server (node ${app}'s createApp) did not print its URL within 30 s` +
       `${exitCode !== undefined ? ` (it exited with ${exitCode})` : ''}. Its output:\n${output}`
   );
 }

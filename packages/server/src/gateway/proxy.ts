@@ -31,6 +31,15 @@ const UNAVAILABLE_BODY = JSON.stringify({
   reason: 'upstream unavailable'
 });
 
+/** The body of the answer when the upstream hung up on a request without answering it. */
+const HUNG_UP_BODY = JSON.stringify({
+  message: 'The Jupyter server behind jupyter-store closed the connection without answering',
+  reason: 'upstream closed'
+});
+
+/** Errors of a connection the upstream closed while the request body was still being sent. */
+const HUNG_UP = new Set(['EPIPE', 'ECONNRESET']);
+
 /**
  * Passes requests the gateway does not answer itself to the Jupyter Server, HTTP and websockets,
  * unchanged: streamed without buffering, with the browser's Host and Origin kept (Jupyter's own
@@ -76,6 +85,7 @@ export class UpstreamProxy {
     // An upstream answer cut short must cut the client's answer too; piping alone would leave
     // the client waiting forever for the rest.
     this._proxy.on('proxyRes', (proxyResponse, request, response) => {
+      this._answered.add(request);
       const after = this._afterAnswers.get(request);
       if (after) {
         this._afterAnswers.delete(request);
@@ -191,18 +201,35 @@ export class UpstreamProxy {
     request: http.IncomingMessage,
     response: http.ServerResponse | net.Socket
   ): void {
+    if (!(response instanceof http.ServerResponse)) {
+      this._logFailure(error, request);
+      return;
+    }
+    if (this._answered.has(request)) {
+      // Jupyter answered before it had read the whole body (a refusal, typically) and hung up:
+      // sending the rest of the body then fails, but its answer is already on its way to the
+      // client, and it is the answer the client must see, not a 503.
+      this._log.debug(
+        { method: request.method, code: (error as NodeJS.ErrnoException).code },
+        'the Jupyter server answered before reading the whole request'
+      );
+      return;
+    }
     this._logFailure(error, request);
-    if (!(response instanceof http.ServerResponse)) return;
     if (response.headersSent) {
       // The answer was already streaming: cutting it is the only honest signal left.
       response.destroy();
       return;
     }
-    response.writeHead(503, {
+    // Node's HTTP client drops an answer the upstream sent just before hanging up when sending
+    // the rest of the body fails first: say what is known (it hung up), not "not reachable".
+    const hungUp = !request.complete && HUNG_UP.has((error as NodeJS.ErrnoException).code ?? '');
+    const body = hungUp ? HUNG_UP_BODY : UNAVAILABLE_BODY;
+    response.writeHead(hungUp ? 502 : 503, {
       'Content-Type': 'application/json',
-      'Content-Length': Buffer.byteLength(UNAVAILABLE_BODY)
+      'Content-Length': Buffer.byteLength(body)
     });
-    response.end(UNAVAILABLE_BODY);
+    response.end(body);
   }
 
   private _logFailure(error: Error, request: http.IncomingMessage): void {
@@ -220,6 +247,8 @@ export class UpstreamProxy {
   private readonly _proxy: ProxyServer;
   private readonly _description: string;
   private readonly _upgraded = new WeakSet<net.Socket>();
+  /** Requests whose answer has started to come back from the upstream. */
+  private readonly _answered = new WeakSet<http.IncomingMessage>();
   private readonly _afterAnswers = new WeakMap<
     http.IncomingMessage,
     (status: number) => Promise<void>
