@@ -6,7 +6,8 @@ import {
   readContents,
   recordConsole,
   screenshot,
-  topDialog
+  topDialog,
+  writeObject
 } from '../support/helpers';
 import { cellSources } from '../support/notebooks';
 
@@ -21,7 +22,7 @@ async function archivedVersions(
     .poll(
       async () => {
         const response = await request.get(
-          `${uiTestEnvironment().gatewayUrl}api/store/versions/${path}`
+          `${uiTestEnvironment().gatewayUrl}api/store/versions/${path}?limit=1000`
         );
         count = (await response.json()).workspace.versions.length;
         return count;
@@ -105,6 +106,51 @@ test.describe('Archived versions', () => {
     const name = (await tab.innerText()).trim();
     const copy = await readContents(request, `${tmpPath}/${name}`);
     expect(cellSources(copy.content)).toEqual(['answer = 42']);
+    expect(consoleErrors(console)).toEqual([]);
+  });
+
+  test('A long history: the panel shows the newest 100, Show more versions adds the older ones', async ({
+    page,
+    request,
+    tmpPath
+  }) => {
+    const console = recordConsole(page);
+    const path = `${tmpPath}/long-history.ipynb`;
+    await page.notebook.createNew('long-history.ipynb');
+    await page.notebook.setCell(0, 'code', 'value = "newest"');
+    await page.notebook.save();
+    await archivedVersions(request, path, 1);
+    // Older saves, written straight into the bucket: the listing's order is the store's.
+    for (let index = 0; index < 104; index++) {
+      await writeObject(
+        `workspace/${path}`,
+        JSON.stringify({ cells: [], metadata: {}, nbformat: 4, nbformat_minor: 5, index })
+      );
+    }
+    const total = await archivedVersions(request, path, 105);
+
+    await page.menu.clickMenuItem('File>Show Archived Versions');
+    const panel = page.locator('#jp-store-versions');
+    await expect(panel.locator('.jp-store-VersionsPanel-path')).toHaveText(path);
+    const archived = panel.locator('section[data-kind="workspace"] .jp-store-Version');
+    await expect(archived).toHaveCount(100);
+    await expect(archived.first().locator('.jp-store-Version-badge')).toHaveText('latest');
+    await expect(panel.locator('section[data-kind="published"]')).toContainText('Not published.');
+    const more = panel.getByRole('button', { name: 'Show more versions' });
+    await expect(more).toBeVisible();
+    const firstPage = await archived.evaluateAll(items =>
+      items.map(item => (item as HTMLElement).dataset.versionId)
+    );
+
+    await more.click();
+    await expect(archived).toHaveCount(total);
+    await expect(more).toHaveCount(0);
+    const all = await archived.evaluateAll(items =>
+      items.map(item => (item as HTMLElement).dataset.versionId)
+    );
+    // The first page first, unchanged, then the older versions, each once.
+    expect(all.slice(0, 100)).toEqual(firstPage);
+    expect(new Set(all).size).toBe(total);
     expect(consoleErrors(console)).toEqual([]);
   });
 });

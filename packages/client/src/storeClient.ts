@@ -1,4 +1,5 @@
 import {
+  MAX_VERSIONS_PAGE_LIMIT,
   ContentsModelSchema,
   FsCloneResponseSchema,
   ObjectCloneResponseSchema,
@@ -182,19 +183,65 @@ export class StoreClient {
   }
 
   /**
-   * The archived and published versions of a notebook (default: the current one), newest first:
-   * `GET {base}api/store/versions/<path>`.
+   * Every archived and published version of a notebook (default: the current one), newest
+   * first: `GET {base}api/store/versions/<path>` (the server's first page), then, following
+   * `next` until the last page, pages of {@link MAX_VERSIONS_PAGE_LIMIT}. The answer is one
+   * listing (its `next` null), as from a server that does not page.
+   *
+   * @throws StoreClientError if the server answers a token it answered before (a loop).
    */
   async versions(notebookPath?: string): Promise<VersionListing> {
+    const target = await this._notebookPath(notebookPath);
+    let page = await this.versionsPage(target);
+    const listing: VersionListing = {
+      ...page,
+      workspace: { ...page.workspace, versions: [...page.workspace.versions] },
+      published: { ...page.published, versions: [...page.published.versions] },
+      next: null
+    };
+    const seen = new Set<string>();
+    while (typeof page.next === 'string') {
+      if (seen.has(page.next)) {
+        throw new StoreClientError(
+          `The server answered the same page token twice while listing the versions of ${target}`
+        );
+      }
+      seen.add(page.next);
+      page = await this.versionsPage(target, { limit: MAX_VERSIONS_PAGE_LIMIT, next: page.next });
+      listing.workspace.versions.push(...page.workspace.versions);
+      listing.published.versions.push(...page.published.versions);
+    }
+    return listing;
+  }
+
+  /**
+   * One page of the versions of a notebook (default: the current one):
+   * `GET {base}api/store/versions/<path>?limit=…&next=…`, at most `limit` versions of each copy
+   * (the server's default, 100, when left out), from the page that `next` names (the first when
+   * left out). Its `next` is the token of the page after, null on the last page.
+   */
+  async versionsPage(
+    notebookPath?: string,
+    options: { limit?: number; next?: string } = {}
+  ): Promise<VersionListing> {
     const connection = await this._connection();
-    const target =
-      notebookPath === undefined
-        ? (await this.currentNotebook()).path
-        : Private.trimPath(notebookPath);
-    return connection.request('GET', `api/store/versions/${encodeApiPath(target)}`, {
+    const target = await this._notebookPath(notebookPath);
+    const query = new URLSearchParams();
+    if (options.limit !== undefined) query.set('limit', String(options.limit));
+    if (options.next !== undefined) query.set('next', options.next);
+    const search = query.toString();
+    const relative = `api/store/versions/${encodeApiPath(target)}${search ? `?${search}` : ''}`;
+    return connection.request('GET', relative, {
       expect: 200,
       schema: VersionListingSchema
     });
+  }
+
+  /** The path given, trimmed, or the current notebook's. */
+  private async _notebookPath(notebookPath: string | undefined): Promise<string> {
+    return notebookPath === undefined
+      ? (await this.currentNotebook()).path
+      : Private.trimPath(notebookPath);
   }
 
   private async _connection(): Promise<ServerConnection> {

@@ -321,12 +321,82 @@ describe('StoreClient', () => {
   });
 
   describe('#versions()', () => {
+    const version = (id: string) => ({
+      object_version_id: id,
+      last_modified: '2024-05-01T00:00:00.000Z',
+      size: 1,
+      is_latest: id === 'w1'
+    });
+
     test('lists the versions of the path given', async () => {
       const { fetch } = fakeFetch({
-        'GET /api/store/versions/a/nb.ipynb': { status: 200, body: listing('a/nb.ipynb', 'b') }
+        'GET /api/store/versions/a/nb.ipynb': {
+          status: 200,
+          body: listing('a/nb.ipynb', 'b')
+        }
       });
       const result = await new StoreClient({ server: SERVER, fetch }).versions('a/nb.ipynb');
       expect(result.workspace.object_key).toBe('workspace/a/nb.ipynb');
+      expect(result.next).toBeNull();
+    });
+
+    test('follows next until the last page and joins the pages, in order', async () => {
+      const page = (workspace: string[], published: string[], next: string | null) => {
+        const base = listing('nb.ipynb') as {
+          workspace: Record<string, unknown>;
+          published: Record<string, unknown>;
+        };
+        return {
+          status: 200,
+          body: {
+            ...base,
+            workspace: { ...base.workspace, versions: workspace.map(version) },
+            published: { ...base.published, versions: published.map(version) },
+            next
+          }
+        };
+      };
+      const { fetch, sent } = fakeFetch({
+        'GET /api/store/versions/nb.ipynb': page(['w1', 'w2'], ['p1'], 't.1'),
+        'GET /api/store/versions/nb.ipynb?limit=1000&next=t.1': page(['w3'], ['p2'], 't.2'),
+        'GET /api/store/versions/nb.ipynb?limit=1000&next=t.2': page(['w4'], [], null)
+      });
+      const result = await new StoreClient({ server: SERVER, fetch }).versions('nb.ipynb');
+      expect(result.workspace.versions.map(each => each.object_version_id)).toEqual([
+        'w1',
+        'w2',
+        'w3',
+        'w4'
+      ]);
+      expect(result.published.versions.map(each => each.object_version_id)).toEqual(['p1', 'p2']);
+      expect(result.next).toBeNull();
+      expect(sent).toHaveLength(3);
+    });
+
+    test('a server that answers the same token twice is an error, not a loop', async () => {
+      const looping = { status: 200, body: { ...listing('nb.ipynb'), next: 'same' } };
+      const { fetch, sent } = fakeFetch({
+        'GET /api/store/versions/nb.ipynb': looping,
+        'GET /api/store/versions/nb.ipynb?limit=1000&next=same': looping
+      });
+      await expect(new StoreClient({ server: SERVER, fetch }).versions('nb.ipynb')).rejects.toThrow(
+        /same page token twice/
+      );
+      expect(sent).toHaveLength(2);
+    });
+
+    test('#versionsPage() asks for one page with limit and next', async () => {
+      const { fetch } = fakeFetch({
+        'GET /api/store/versions/a%20b.ipynb?limit=5&next=x.y': {
+          status: 200,
+          body: { ...listing('a b.ipynb'), next: 'y.z' }
+        }
+      });
+      const page = await new StoreClient({ server: SERVER, fetch }).versionsPage('a b.ipynb', {
+        limit: 5,
+        next: 'x.y'
+      });
+      expect(page.next).toBe('y.z');
     });
   });
 });

@@ -255,6 +255,54 @@ describe('#runStoreCommand()', () => {
     );
   });
 
+  test('versions --limit lists one page and prints the command for the next', async () => {
+    const result = await run('versions', ['my nb.ipynb', '--limit', '1'], {
+      'GET /api/store/versions/my%20nb.ipynb?limit=1': {
+        status: 200,
+        body: {
+          path: 'my nb.ipynb',
+          object_bucket: 'b',
+          workspace: {
+            object_key: 'workspace/my nb.ipynb',
+            versions: [
+              {
+                object_version_id: 'v2',
+                last_modified: '2024-05-02T00:00:00.000Z',
+                size: 9,
+                is_latest: true
+              }
+            ],
+            deleted: null
+          },
+          published: { object_key: 'published/my nb.ipynb', versions: [] },
+          next: 'abc.def'
+        }
+      }
+    });
+    expect(result.status).toBe(0);
+    expect(result.stdout).toBe(
+      [
+        'Versions of my nb.ipynb in bucket b, newest first:',
+        '  archived (workspace/my nb.ipynb): 1 version',
+        '    v2  2024-05-02T00:00:00.000Z  9 bytes  latest',
+        '  published (published/my nb.ipynb): none',
+        'More versions follow; the next page:',
+        "  jupyter store versions 'my nb.ipynb' --limit 1 --next abc.def",
+        ''
+      ].join('\n')
+    );
+  });
+
+  test.each([['0'], ['1001'], ['-1'], ['1.5'], ['ten'], ['']])(
+    'versions --limit %j is a usage error (exit status 2)',
+    async limit => {
+      const result = await run('versions', ['a.ipynb', '--limit', limit]);
+      expect(result.status).toBe(2);
+      expect(result.stderr).toMatch(/--limit/);
+      expect(result.sent).toEqual([]);
+    }
+  );
+
   describe('servers', () => {
     let runtimeDir: string;
 

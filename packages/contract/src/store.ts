@@ -118,18 +118,34 @@ export const ObjectHistorySchema = z.object({
   /**
    * Archived copies only: set when the notebook was deleted (the archive's newest entry is a
    * delete marker), with when and the marker's id. The versions before it are kept and listed.
+   * Reported on the first page of a listing only (it describes the newest entry); absent on the
+   * pages that `next` leads to.
    */
   deleted: z.object({ at: z.string(), object_version_id: z.string() }).nullable().optional()
 });
 
-/** `GET {base}api/store/versions/{path}`: the archived and published versions of a path. */
+/** Versions of each copy on one page of a listing when `limit` is not given. */
+export const DEFAULT_VERSIONS_PAGE_LIMIT = 100;
+
+/** The largest `limit` a listing accepts. */
+export const MAX_VERSIONS_PAGE_LIMIT = 1000;
+
+/**
+ * `GET {base}api/store/versions/{path}[?limit=N][&next=TOKEN]`: one page of the archived and
+ * published versions of a path, at most `limit` of each copy.
+ */
 export const VersionListingSchema = z.object({
   path: z.string(),
   object_bucket: z.string(),
   /** Archived (workspace) versions, newest first. */
   workspace: ObjectHistorySchema,
   /** Published versions, newest first. */
-  published: ObjectHistorySchema
+  published: ObjectHistorySchema,
+  /**
+   * The opaque token of the next page (give it back as `next=`, with the same path), or null on
+   * the last page. Servers before paging leave it out: their one page is the whole listing.
+   */
+  next: z.string().nullable().optional()
 });
 
 export type StoreFeatures = z.infer<typeof StoreFeaturesSchema>;

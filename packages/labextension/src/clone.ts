@@ -1,4 +1,8 @@
-import type { ContentsModel, ObjectVersion } from '@jupyter-store/contract';
+import {
+  DEFAULT_VERSIONS_PAGE_LIMIT,
+  type ContentsModel,
+  type ObjectVersion
+} from '@jupyter-store/contract';
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { runWithProgress, showStoreError } from './errors';
@@ -110,10 +114,14 @@ export class ObjectCloneForm extends FormBody<IObjectCloneValue> {
     }
     this._status.textContent = trans.__('Looking up versions…');
     let versions: readonly ObjectVersion[];
+    let more = false;
     try {
+      // The first page: the newest versions of the key, which the picker offers.
       const listing = await this._client.versions(ours.path);
       versions =
         ours.kind === 'published' ? listing.published.versions : listing.workspace.versions;
+      // A full page and a next one: older versions of this copy may follow.
+      more = typeof listing.next === 'string' && versions.length >= DEFAULT_VERSIONS_PAGE_LIMIT;
     } catch (error) {
       if (generation !== this._generation) return;
       this._showPicker(false);
@@ -144,7 +152,9 @@ export class ObjectCloneForm extends FormBody<IObjectCloneValue> {
       option.value = version.object_version_id;
       this._versionSelect.appendChild(option);
     }
-    this._status.textContent = trans._n('%1 version', '%1 versions', versions.length);
+    this._status.textContent = more
+      ? trans.__('The %1 newest versions', versions.length)
+      : trans._n('%1 version', '%1 versions', versions.length);
     this._showPicker(true);
   }
 

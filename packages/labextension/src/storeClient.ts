@@ -53,11 +53,20 @@ export class StoreClient {
     );
   }
 
-  /** `GET api/store/versions/<path>`: archived and published versions, newest first. */
-  versions(path: string): Promise<VersionListing> {
+  /**
+   * `GET api/store/versions/<path>[?limit=…][&next=…]`: one page of the archived and published
+   * versions, newest first, at most `limit` of each copy (the server's default, 100, when left
+   * out), from the page `next` names (the first when left out). The answer's `next` names the
+   * page after; null (or absent, from an older server) on the last page.
+   */
+  versions(path: string, page: { limit?: number; next?: string } = {}): Promise<VersionListing> {
+    const query: Record<string, string> = {};
+    if (page.limit !== undefined) query.limit = String(page.limit);
+    if (page.next !== undefined) query.next = page.next;
+    const search = Object.keys(query).length === 0 ? '' : URLExt.objectToQueryString(query);
     return requestStoreApi(
       this.serverSettings,
-      `versions/${URLExt.encodeParts(trimSlashes(path))}`,
+      `versions/${URLExt.encodeParts(trimSlashes(path))}${search}`,
       { method: 'GET' },
       VersionListingSchema,
       200,

@@ -10,6 +10,7 @@ import type { ArchiveStatusModel } from './archiveStatus';
 import { runWithProgress } from './errors';
 import { datedSibling, errorMessage, formatBytes, formatTime } from './format';
 import { Dom } from './forms';
+import { StoreRequestError } from './request';
 import type { StoreClient } from './storeClient';
 
 type NotebookContext = DocumentRegistry.IContext<INotebookModel>;
@@ -18,6 +19,11 @@ type NotebookContext = DocumentRegistry.IContext<INotebookModel>;
  * The archived and published versions of one notebook, newest first, with time and size:
  * "Open" clones a version beside the notebook, "Restore" replaces the notebook's content with
  * it (a save, so it becomes a new version itself). Refreshed after each archive.
+ *
+ * #### Notes
+ * The store lists versions a page at a time (100 of each copy). The panel shows the first page
+ * and, while more follow, a "Show more versions" button that appends the next page; a refresh
+ * reloads as many pages as were shown.
  */
 export class VersionsPanel extends Widget {
   constructor(options: VersionsPanel.IOptions) {
@@ -73,6 +79,7 @@ export class VersionsPanel extends Widget {
     }
     this._notebook = panel;
     this._listing = null;
+    this._pages = 0;
     if (panel) {
       panel.context.saveState.connect(this._onSaveState, this);
       panel.context.pathChanged.connect(this._onPathChanged, this);
@@ -82,23 +89,65 @@ export class VersionsPanel extends Widget {
     void this.refresh();
   }
 
-  /** Ask for the listing again. */
+  /** Ask for the listing again: as many pages as were shown (at least the first). */
   async refresh(): Promise<void> {
     const panel = this._notebook;
     if (!panel || this.isDisposed) return;
     const generation = ++this._generation;
     const path = panel.context.path;
+    const pages = Math.max(1, this._pages);
     this._setMessage(this._listing ? '' : this._trans.__('Loading…'));
     try {
-      const listing = await this._client.versions(path);
+      let listing = await this._client.versions(path);
+      let loaded = 1;
+      while (typeof listing.next === 'string' && loaded < pages) {
+        const page = await this._client.versions(path, { next: listing.next });
+        if (generation !== this._generation || this.isDisposed) return;
+        listing = Private.append(listing, page);
+        loaded++;
+      }
       if (generation !== this._generation || this.isDisposed) return;
       this._listing = listing;
+      this._pages = loaded;
       this._setMessage('');
     } catch (error) {
       if (generation !== this._generation || this.isDisposed) return;
       this._listing = null;
+      this._pages = 0;
       this._setMessage(this._trans.__('The versions could not be listed: %1', errorMessage(error)));
     }
+    this._loadingMore = false;
+    this._render();
+  }
+
+  /**
+   * Append the next page of versions. A token the server no longer accepts (it restarted)
+   * reloads the listing from the first page instead.
+   */
+  async showMore(): Promise<void> {
+    const panel = this._notebook;
+    const listing = this._listing;
+    if (!panel || !listing || typeof listing.next !== 'string' || this._loadingMore) return;
+    const generation = this._generation;
+    this._loadingMore = true;
+    this._render();
+    try {
+      const page = await this._client.versions(panel.context.path, { next: listing.next });
+      if (generation !== this._generation || this.isDisposed) return;
+      this._listing = Private.append(listing, page);
+      this._pages++;
+      this._setMessage('');
+    } catch (error) {
+      if (generation !== this._generation || this.isDisposed) return;
+      if (error instanceof StoreRequestError && error.reason === 'invalid token') {
+        void this.refresh();
+        return;
+      }
+      this._setMessage(
+        this._trans.__('More versions could not be listed: %1', errorMessage(error))
+      );
+    }
+    this._loadingMore = false;
     this._render();
   }
 
@@ -119,6 +168,7 @@ export class VersionsPanel extends Widget {
 
   private _onPathChanged(): void {
     this._listing = null;
+    this._pages = 0;
     this._render();
     void this.refresh();
   }
@@ -151,10 +201,11 @@ export class VersionsPanel extends Widget {
     if (focused) this._body.querySelector<HTMLElement>(focused)?.focus();
   }
 
-  /** A selector for the version button that has the focus, or null. */
+  /** A selector for the version button (or the "more" button) that has the focus, or null. */
   private _focusedButton(): string | null {
     const active = document.activeElement;
     if (!(active instanceof HTMLElement) || !this._body.contains(active)) return null;
+    if (active.dataset.action === 'more') return 'button[data-action="more"]';
     const item = active.closest<HTMLElement>('li.jp-store-Version');
     const section = active.closest<HTMLElement>('section');
     const action = active.dataset.action;
@@ -195,6 +246,19 @@ export class VersionsPanel extends Widget {
         trans.__('Not published.')
       )
     );
+    if (typeof listing.next === 'string') {
+      const more = Dom.element(
+        'button',
+        'jp-Button jp-mod-styled jp-mod-reject jp-store-VersionsPanel-more',
+        this._loadingMore ? trans.__('Loading…') : trans.__('Show more versions')
+      );
+      more.type = 'button';
+      more.dataset.action = 'more';
+      more.title = trans.__('List the next older versions');
+      more.disabled = this._loadingMore;
+      more.addEventListener('click', () => void this.showMore());
+      this._body.appendChild(more);
+    }
   }
 
   private _section(
@@ -371,8 +435,29 @@ export class VersionsPanel extends Widget {
   private readonly _body: HTMLElement;
   private _notebook: NotebookPanel | null = null;
   private _listing: VersionListing | null = null;
+  /** Pages of the listing shown (0 before the first arrives). */
+  private _pages = 0;
+  private _loadingMore = false;
   private _generation = 0;
   private _lastArchived: number | null = null;
+}
+
+namespace Private {
+  /** The listing with the versions of the next page added after its own. */
+  export function append(listing: VersionListing, page: VersionListing): VersionListing {
+    return {
+      ...listing,
+      workspace: {
+        ...listing.workspace,
+        versions: [...listing.workspace.versions, ...page.workspace.versions]
+      },
+      published: {
+        ...listing.published,
+        versions: [...listing.published.versions, ...page.published.versions]
+      },
+      next: page.next ?? null
+    };
+  }
 }
 
 export namespace VersionsPanel {

@@ -1,6 +1,11 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { FsCloneResponse, ObjectCloneResponse, VersionListing } from '@jupyter-store/contract';
+import {
+  MAX_VERSIONS_PAGE_LIMIT,
+  type FsCloneResponse,
+  type ObjectCloneResponse,
+  type VersionListing
+} from '@jupyter-store/contract';
 import { jupyterRuntimeDir, listRunningServers } from '../discovery';
 import { StoreClientError, StoreError } from '../errors';
 import type { ILiveServerRecord } from '../records';
@@ -249,17 +254,38 @@ ${PATHS_NOTE}`,
     usage: `Usage: jupyter store versions [PATH] [options]
 
 List the archived and published versions of a notebook (default: the notebook of the
-kernel this runs in), newest first.
+kernel this runs in), newest first: all of them, page after page. With --limit N, only
+one page, of at most N versions of each copy; when more follow, the page ends with the
+command that lists the next one (--next TOKEN).
 
 ${PATHS_NOTE}`,
-    flags: SERVER_FLAGS,
+    flags: {
+      limit: {
+        type: 'string',
+        help: `list one page of at most N versions of each copy (1 to ${MAX_VERSIONS_PAGE_LIMIT})`,
+        value: 'N'
+      },
+      next: {
+        type: 'string',
+        help: 'list the page this token names (printed at the end of the page before)',
+        value: 'TOKEN'
+      },
+      ...SERVER_FLAGS
+    },
     positionals: [0, 1],
     positionalNames: [],
     async run({ values, positionals, io }) {
+      const limit = parseLimit(values.limit as string | undefined);
+      const next = values.next as string | undefined;
+      if (next === '') throw new UsageError('--next: give the token the page before printed');
       const client = createClient(values, io);
       const notebookPath = await serverPathArgument(client, positionals[0], io);
-      const listing = await client.versions(notebookPath);
-      return { text: describeVersions(listing), json: listing };
+      if (limit === undefined && next === undefined) {
+        const listing = await client.versions(notebookPath);
+        return { text: describeVersions(listing), json: listing };
+      }
+      const page = await client.versionsPage(notebookPath, { limit, next });
+      return { text: describeVersions(page, { limit, path: positionals[0] }), json: page };
     }
   },
   servers: {
@@ -331,7 +357,26 @@ function describePublished(result: StoreClient.IPublishResult): string {
   );
 }
 
-function describeVersions(listing: VersionListing): string {
+/** `--limit`: a whole number from 1 to the server's maximum, or undefined when not given. */
+function parseLimit(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const limit = /^[1-9][0-9]*$/.test(value) ? Number(value) : NaN;
+  if (!(limit <= MAX_VERSIONS_PAGE_LIMIT)) {
+    throw new UsageError(
+      `--limit: '${value}' is not a whole number from 1 to ${MAX_VERSIONS_PAGE_LIMIT}`
+    );
+  }
+  return limit;
+}
+
+/**
+ * The listing for people. With `page`, it is one page of a paged listing: when more follow,
+ * the last line is the command that lists the next page.
+ */
+function describeVersions(
+  listing: VersionListing,
+  page?: { limit: number | undefined; path: string | undefined }
+): string {
   const lines = [`Versions of ${listing.path} in bucket ${listing.object_bucket}, newest first:`];
   for (const [title, entry] of [
     ['archived', listing.workspace],
@@ -350,7 +395,20 @@ function describeVersions(listing: VersionListing): string {
       );
     }
   }
+  if (page && typeof listing.next === 'string') {
+    const path = page.path === undefined ? '' : ` ${shellQuote(page.path)}`;
+    const limit = page.limit === undefined ? '' : ` --limit ${page.limit}`;
+    lines.push(
+      'More versions follow; the next page:',
+      `  jupyter store versions${path}${limit} --next ${listing.next}`
+    );
+  }
   return `${lines.join('\n')}\n`;
+}
+
+/** A word as a POSIX shell reads it back: quoted unless it is plainly safe. */
+function shellQuote(word: string): string {
+  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 function describeServers(servers: readonly ILiveServerRecord[], runtimeDir: string): string {

@@ -64,7 +64,9 @@ class UpstreamHandler(APIHandler):
 
 
 def _forget_our_path():
-    """Take this package's directory out of PYTHONPATH, so that kernels do not inherit it."""
+    """Take this package's directory out of PYTHONPATH, and its config directory and the
+    gateway's private one (which held the token) out of JUPYTER_CONFIG_PATH, so that kernels do
+    not inherit them."""
     entries = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     kept = [entry for entry in entries if entry and os.path.abspath(entry) != _PACKAGE_DIR]
     if kept:
@@ -72,8 +74,11 @@ def _forget_our_path():
     else:
         os.environ.pop("PYTHONPATH", None)
     config_entries = os.environ.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep)
-    ours = os.path.join(_PACKAGE_DIR, "config")
-    kept_config = [e for e in config_entries if e and os.path.abspath(e) != ours]
+    ours = {os.path.join(_PACKAGE_DIR, "config")}
+    private = os.environ.pop("JUPYTER_STORE_PRIVATE_CONFIG_DIR", "")
+    if private:
+        ours.add(os.path.abspath(private))
+    kept_config = [e for e in config_entries if e and os.path.abspath(e) not in ours]
     if kept_config:
         os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join(kept_config)
     else:

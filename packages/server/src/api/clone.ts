@@ -6,7 +6,7 @@ import {
   type ContentsModel
 } from '@jupyter-store/contract';
 import { isUtf8 } from 'node:buffer';
-import { constants as fsConstants, type Stats } from 'node:fs';
+import type { Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
@@ -16,14 +16,17 @@ import { isNotebookName } from '../contents/model';
 import { splitForCounter } from '../contents/naming';
 import { readNotebook, type NotebookNode } from '../contents/nbformat';
 import { baseName, joinApiPath, parentPath } from '../contents/paths';
+import { RootFs } from '../contents/rootFs';
 import { HttpError, hasErrorCode } from '../errors';
 import { parseRequest, type ISafeParser } from '../http/schema';
+import { requirePermission } from '../gateway/auth';
 import type { Logger } from '../gateway/logger';
 import { displayable, isValidBucketName } from '../storage/keys';
 import { ObjectStoreError } from '../storage/objectStore';
 import { onlyMethods } from './methods';
 import { checkStorePath } from './storePaths';
 import { toHttpError } from './storeApi';
+import { rawBody } from '../http/body';
 
 /** Largest source a clone reads (object or file), in bytes: 100 MiB. */
 export const DEFAULT_MAX_CLONE_BYTES = 100 * 1024 * 1024;
@@ -36,8 +39,8 @@ const MAX_INCREMENT = 10_000;
 
 /** What the clone routes need. */
 export interface ICloneRoutesOptions {
-  /** Settings, the object store and feature validation (only these members are used). */
-  archiving: Pick<Archiving, 'settings' | 'store' | 'features'>;
+  /** Settings, the object store, its bucket and feature validation (only these are used). */
+  archiving: Pick<Archiving, 'settings' | 'store' | 'bucket' | 'features'>;
   /** Where clones are written, as any save. */
   manager: ContentsManager;
   /** Largest source read, in bytes (default {@link DEFAULT_MAX_CLONE_BYTES}); larger is 413. */
@@ -59,10 +62,10 @@ export interface ICloneRoutesOptions {
  * |---|---|
  * | 200 | cloned: the contents model of the created item (no content) plus the source fields |
  * | 400 | body not a JSON object; a field missing, not a string, empty or too long; an invalid bucket name; a malformed version id; `relpath` absolute, with a NUL byte or a hidden component, or naming a directory or a non-regular file; `target_path` absolute, with `.`/`..`/empty segments, hidden, or leading outside the root through a symlink |
- * | 403 | the feature is off (`enable_object_cloning` false: reason `object cloning disabled`; `fs_cloning_basedir` unset or not an existing absolute directory: reason `fs cloning disabled`); object storage denies access; the source file is unreadable |
+ * | 403 | Jupyter's `Authorizer` does not allow the caller `contents: write` (reason `not authorized`, checked first); the feature is off (`enable_object_cloning` false: reason `object cloning disabled`; `fs_cloning_basedir` unset or not an existing absolute directory: reason `fs cloning disabled`); `clone_buckets` is set and does not list `object_bucket` (reason `bucket not allowed`, before object storage is asked); object storage denies access; the source file is unreadable; the source file has more than one hard link (reason `hard link`) |
  * | 404 | bucket, key or version does not exist; `relpath` resolves outside the base (`..`, symlinks) or does not exist |
  * | 409 | the parent directory of `target_path` does not exist (reason `missing parent directory`) |
- * | 413 | request body over {@link DEFAULT_MAX_CLONE_BODY_BYTES}, or source over {@link DEFAULT_MAX_CLONE_BYTES} |
+ * | 413 | request body over {@link DEFAULT_MAX_CLONE_BODY_BYTES}, or source over {@link DEFAULT_MAX_CLONE_BYTES} (an object is refused by its announced length, or as soon as more than that has been read, whatever HEAD said) |
  * | 502 | object storage unreachable or failing |
  * | 503 | object storage not usable (no bucket configured, failed bucket check), reason `store unavailable` |
  *
@@ -76,10 +79,7 @@ export interface ICloneRoutesOptions {
 export function addCloneRoutes(router: Router, options: ICloneRoutesOptions): void {
   const { archiving, manager } = options;
   const maxCloneBytes = options.maxCloneBytes ?? DEFAULT_MAX_CLONE_BYTES;
-  const parseBody = express.raw({
-    type: () => true,
-    limit: options.maxBodyBytes ?? DEFAULT_MAX_CLONE_BODY_BYTES
-  });
+  const parseBody = rawBody(options.maxBodyBytes ?? DEFAULT_MAX_CLONE_BODY_BYTES);
   const handle = (
     enabled: () => void,
     run: (body: Record<string, unknown>) => Promise<unknown>
@@ -110,8 +110,11 @@ export function addCloneRoutes(router: Router, options: ICloneRoutesOptions): vo
   ];
 
   router.all(['/clone', '/clone/', '/fs-clone', '/fs-clone/'], onlyMethods('POST'));
+  // A clone writes into the server: `contents: write` (see ASKED_PERMISSIONS in gateway/auth).
+  const writing = requirePermission('contents', 'write');
   router.post(
     ['/clone', '/clone/'],
+    writing,
     ...handle(
       () => checkObjectCloneEnabled(archiving),
       async body => {
@@ -126,6 +129,7 @@ export function addCloneRoutes(router: Router, options: ICloneRoutesOptions): vo
             'bad request'
           );
         }
+        checkCloneBucket(archiving, bucket);
         const target = cloneTarget(request.target_path, key, 'object_key');
         await checkTargetParent(manager, target);
         const object = await readObject(archiving, bucket, key, requestedVersion, maxCloneBytes);
@@ -147,6 +151,7 @@ export function addCloneRoutes(router: Router, options: ICloneRoutesOptions): vo
 
   router.post(
     ['/fs-clone', '/fs-clone/'],
+    writing,
     ...handle(
       () => checkFsCloneEnabled(archiving),
       async body => {
@@ -202,6 +207,29 @@ export function checkFsCloneEnabled(archiving: Pick<Archiving, 'settings' | 'fea
       'fs cloning disabled'
     );
   }
+}
+
+/**
+ * May a clone read from this bucket? Any bucket the credentials can read while `clone_buckets`
+ * is unset; once it is set, only the buckets it lists and the configured bucket (where the
+ * archived and published versions are, which the versions panel opens). Shared by the API route
+ * and its landing page.
+ *
+ * @throws HttpError 403 (reason `bucket not allowed`) for another bucket, before object
+ *   storage is asked anything.
+ */
+export function checkCloneBucket(
+  archiving: Pick<Archiving, 'settings' | 'bucket'>,
+  bucket: string
+): void {
+  const allowed = archiving.settings.clone_buckets;
+  if (allowed === undefined || bucket === archiving.bucket || allowed.includes(bucket)) return;
+  throw new HttpError(
+    403,
+    `Cloning from the bucket "${displayable(bucket)}" is not allowed: it is not one of the ` +
+      'buckets clone_buckets lists',
+    'bucket not allowed'
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -308,8 +336,9 @@ function outsideRootAs400(error: unknown, target: string): unknown {
  *
  * #### Notes
  * The name is reserved by creating an empty file exclusively (`O_EXCL`, which does not follow a
- * symlink either) before the contents manager writes it (temporary file and rename), so
- * concurrent clones, and anyone else creating files, never share a name. If the save fails,
+ * symlink either, in a directory whose descriptor is checked to be inside the root) before the
+ * contents manager writes it (temporary file and rename), so concurrent clones, and anyone else
+ * creating files, never share a name. If the save fails,
  * the reservation is removed unless something was written over it.
  */
 async function saveUnique(
@@ -323,17 +352,13 @@ async function saveUnique(
   for (let counter = 0; counter <= MAX_INCREMENT; counter++) {
     const candidate = joinApiPath(parent, counter === 0 ? name : `${stem}-${counter}${suffix}`);
     if (await isTaken(manager, candidate)) continue;
-    const osPath = path.join(manager.rootDir, ...candidate.split('/'));
     // The empty reservation is ours, not a state of the file worth a version.
     const release = manager.beginWrite(candidate);
     let reserved: { dev: number; ino: number };
     try {
-      const handle = await fs.open(osPath, 'wx');
-      try {
-        reserved = await handle.stat();
-      } finally {
-        await handle.close();
-      }
+      // Created in its directory checked to be inside the root (see RootFs), never through a
+      // symlink: a directory swapped for a link meanwhile gets nothing created outside.
+      reserved = await manager.createEmptyFile(candidate);
     } catch (error) {
       release();
       if (hasErrorCode(error, 'EEXIST')) continue;
@@ -342,10 +367,7 @@ async function saveUnique(
     try {
       return await saveAs(manager, candidate, bytes);
     } catch (error) {
-      const now = await fs.lstat(osPath).catch(() => undefined);
-      if (now && now.dev === reserved.dev && now.ino === reserved.ino && now.size === 0) {
-        await fs.unlink(osPath).catch(() => undefined);
-      }
+      await manager.removeEmptyFile(candidate, reserved);
       throw error;
     } finally {
       release();
@@ -425,8 +447,15 @@ export function parseNotebook(bytes: Buffer): NotebookNode | undefined {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Read an object (the version named, or the latest) whole, after checking its size: the HEAD
- * fixes the version, so the bytes read are those whose size was checked.
+ * Read an object (the version named, or the latest) whole, but never more than `maxBytes`.
+ *
+ * #### Notes
+ * The HEAD refuses an object it says is too large without reading it, and fixes the version to
+ * read. It is not relied on: it may fail (the GET then gives the precise error) or be out of
+ * date (an unversioned bucket's object replaced before the GET), so the GET itself is bounded:
+ * an announced length over `maxBytes` is refused before the body is read, and the body is
+ * streamed and the request aborted as soon as more than `maxBytes` have arrived. Either way
+ * the answer is the same 413 (reason `too large`), and nothing is written.
  */
 export async function readObject(
   archiving: Pick<Archiving, 'store'>,
@@ -448,10 +477,13 @@ export async function readObject(
       // `NoSuchVersion`, `AccessDenied` …) with it: the GET below fails with the precise one.
       if (!(error instanceof ObjectStoreError) || error.kind === 'unavailable') throw error;
     }
-    const object = await store.get(bucket, key, version);
+    const object = await store.get(bucket, key, version, { maxBytes });
     if (object.body.length > maxBytes) throw tooLarge(where, maxBytes);
     return { body: object.body, versionId: object.versionId };
   } catch (error) {
+    if (error instanceof ObjectStoreError && error.kind === 'too-large') {
+      throw tooLarge(where, maxBytes);
+    }
     throw toHttpError(error);
   }
 }
@@ -560,6 +592,7 @@ export async function checkFsSourceIsFile(source: IFsSource, relpath: string): P
     throw sourceAccessError(error, shown);
   }
   checkRegularFile(stats, shown);
+  checkSingleLink(stats, shown);
 }
 
 /** A failure to open or examine the source, as the clone reports it (others pass unchanged). */
@@ -573,6 +606,28 @@ function sourceAccessError(error: unknown, shown: string): unknown {
   return error;
 }
 
+/**
+ * Refuse a regular file with more than one hard link.
+ *
+ * #### Notes
+ * A hard link is the file itself under a second name: nothing tells which name is "the" file,
+ * nor where the other names are. A hard link inside `fs_cloning_basedir` may well be a file
+ * from outside it (anyone who may write in the base and read a file elsewhere on the same file
+ * system can make one), and descriptor checks cannot see that, as the path of the opened file
+ * is the one inside. So fs-clone copies only files with exactly one link (`nlink === 1`) and
+ * answers 403, reason `hard link`, for the others: copy the file instead of linking it.
+ */
+function checkSingleLink(stats: Stats, shown: string): void {
+  if (stats.nlink > 1) {
+    throw new HttpError(
+      403,
+      `relpath ${shown} has ${stats.nlink} hard links; fs-clone copies only files with one ` +
+        '(a hard link may be a file from outside the cloning directory): copy the file instead',
+      'hard link'
+    );
+  }
+}
+
 function checkRegularFile(stats: Stats, shown: string): void {
   if (stats.isDirectory()) {
     throw new HttpError(400, `relpath ${shown} is a directory, not a file`, 'is a directory');
@@ -583,42 +638,43 @@ function checkRegularFile(stats: Stats, shown: string): void {
 }
 
 /**
- * Read the file found by {@link resolveFsSource}, refusing what is not a regular file, what was
- * swapped for something else since it was resolved, and what is over `maxBytes`.
+ * Read the file found by {@link resolveFsSource}, refusing what is not a regular file, what has
+ * more than one hard link, what is over `maxBytes`, and anything the descriptor opened shows to
+ * be outside the base or hidden (a directory on the way swapped for a symlink since it was
+ * resolved): the bytes read are those of the descriptor checked (see {@link RootFs.openFile}).
  */
 async function readFsSource(source: IFsSource, relpath: string, maxBytes: number): Promise<Buffer> {
   const shown = JSON.stringify(displayable(relpath));
-  let handle: fs.FileHandle;
+  let opened: Awaited<ReturnType<RootFs['openFile']>>;
   try {
-    // O_NONBLOCK: opening a FIFO must not hang the request (it is refused below).
-    handle = await fs.open(
-      source.realPath,
-      fsConstants.O_RDONLY | (fsConstants.O_NOFOLLOW ?? 0) | (fsConstants.O_NONBLOCK ?? 0)
-    );
+    // Not following a symlink at the end: the resolved path has none. Opened without blocking,
+    // so that a FIFO swapped in does not hang the request (it is refused, never read).
+    opened = await new RootFs(source.realBase).openFile(source.realPath, { followSymlinks: false });
   } catch (error) {
+    if (hasErrorCode(error, 'EOUTSIDEROOT', 'ELOOP')) {
+      throw new HttpError(404, `relpath ${shown} changed while it was read`, 'not found');
+    }
+    if (hasErrorCode(error, 'EISDIR')) {
+      throw new HttpError(400, `relpath ${shown} is a directory, not a file`, 'is a directory');
+    }
+    if (hasErrorCode(error, 'ENOTREGULAR')) {
+      throw new HttpError(400, `relpath ${shown} is not a regular file`, 'not a file');
+    }
     throw sourceAccessError(error, shown);
   }
+  const { handle, stats, realPath } = opened;
   try {
-    const stats = await handle.stat();
-    checkRegularFile(stats, shown);
-    // The file opened must still be the one inside the base (no component swapped meanwhile).
-    const again = await fs.realpath(source.realPath).catch(() => undefined);
-    const check = again === undefined ? undefined : await fs.stat(again).catch(() => undefined);
-    if (
-      again === undefined ||
-      !isInside(again, source.realBase) ||
-      check?.dev !== stats.dev ||
-      check?.ino !== stats.ino
-    ) {
+    checkSingleLink(stats, shown);
+    if (realPath === source.realBase || !isInside(realPath, source.realBase)) {
       throw new HttpError(404, `relpath ${shown} changed while it was read`, 'not found');
+    }
+    if (path.relative(source.realBase, realPath).split(path.sep).some(isHiddenSegment)) {
+      throw new HttpError(400, `relpath ${shown} leads to a hidden file`, 'hidden path');
     }
     if (stats.size > maxBytes) throw tooLarge(`relpath ${shown}`, maxBytes);
     return await readAtMost(handle, maxBytes, `relpath ${shown}`);
   } catch (error) {
     if (error instanceof HttpError) throw error;
-    if (hasErrorCode(error, 'EISDIR')) {
-      throw new HttpError(400, `relpath ${shown} is a directory, not a file`, 'is a directory');
-    }
     if (hasErrorCode(error, 'EACCES', 'EPERM')) {
       throw new HttpError(403, `relpath ${shown} cannot be read: permission denied`, 'forbidden');
     }

@@ -11,7 +11,12 @@ import {
 } from 'express';
 import type { Archiving } from '../archive/archiving';
 import { HttpError } from '../errors';
-import { UpstreamAuthUnavailable, type Authenticator, type IRequestChecks } from '../gateway/auth';
+import {
+  requirePermission,
+  UpstreamAuthUnavailable,
+  type Authenticator,
+  type IRequestChecks
+} from '../gateway/auth';
 import type { Logger } from '../gateway/logger';
 import {
   checkHost,
@@ -21,6 +26,7 @@ import {
 } from '../gateway/security';
 import { displayable, isValidBucketName } from '../storage/keys';
 import {
+  checkCloneBucket,
   checkFsCloneEnabled,
   checkFsSourceIsFile,
   checkObjectCloneEnabled,
@@ -31,7 +37,7 @@ import {
 
 /** What the landing pages need from the gateway. */
 export interface ILandingOptions {
-  archiving: Pick<Archiving, 'settings' | 'store' | 'features'>;
+  archiving: Pick<Archiving, 'settings' | 'store' | 'bucket' | 'features'>;
   authenticator: Authenticator;
   checks: IRequestChecks;
   /** Jupyter's base_url, normalised (starts and ends with `/`). */
@@ -74,9 +80,10 @@ const PAGE_CSP = [
  *
  * The parameters are checked on GET with the API's own rules, so a bad link fails before the
  * user is asked anything: 400 for a missing, empty or malformed parameter; 403 when the feature
- * is off; 404 when `relpath` is outside `fs_cloning_basedir` or missing; 503 when object storage
- * is unusable. Errors are HTML pages with the status. A caller who is not logged in is sent to
- * Jupyter's login page, which brings them back here.
+ * is off, or when Jupyter's `Authorizer` does not allow the caller `contents: write` (the clone
+ * would be refused); 404 when `relpath` is outside `fs_cloning_basedir` or missing; 503 when
+ * object storage is unusable. Errors are HTML pages with the status. A caller who is not logged
+ * in is sent to Jupyter's login page, which brings them back here.
  */
 export function createLandingRouter(options: ILandingOptions): Router {
   const router = Router({ caseSensitive: true, strict: true });
@@ -106,9 +113,10 @@ export function createLandingRouter(options: ILandingOptions): Router {
     response.redirect(302, `../${name}${query}`);
   });
 
-  const auth = requirePageAuth(options);
+  // A page only leads to a clone, which needs `contents: write`: refuse it before asking.
+  const auth = [requirePageAuth(options), requirePermission('contents', 'write')];
 
-  router.get('/clone', auth, (request: Request, response: Response) => {
+  router.get('/clone', ...auth, (request: Request, response: Response) => {
     checkObjectCloneEnabled(options.archiving);
     const query = queryArguments(request, ['object_bucket', 'object_key', 'object_version_id']);
     const clone = validate(ObjectCloneRequestSchema, query);
@@ -119,6 +127,7 @@ export function createLandingRouter(options: ILandingOptions): Router {
         'bad request'
       );
     }
+    checkCloneBucket(options.archiving, clone.object_bucket);
     const version = clone.object_version_id ?? null;
     sendPage(response, 200, {
       title: 'Clone from object storage',
@@ -139,7 +148,7 @@ export function createLandingRouter(options: ILandingOptions): Router {
     });
   });
 
-  router.get('/fs-clone', auth, async (request: Request, response: Response) => {
+  router.get('/fs-clone', ...auth, async (request: Request, response: Response) => {
     checkFsCloneEnabled(options.archiving);
     const { relpath } = validate(FsCloneRequestSchema, queryArguments(request, ['relpath']));
     const source = await resolveFsSource(options.archiving.settings.fs_cloning_basedir, relpath);
@@ -166,7 +175,8 @@ export function createLandingRouter(options: ILandingOptions): Router {
 /**
  * Guard a page as Jupyter guards its own pages: Host check (403), then authentication, sending
  * whoever is not logged in to `{base}login?next=<this page>`. The page's own POST is checked by
- * the API (XSRF and Origin), so GET needs no more. Sets an `_xsrf` cookie when there is none.
+ * the API (XSRF and Origin), so GET needs no more. Sets an `_xsrf` cookie when there is none,
+ * and `request.jupyterAuth` for the permission checks that follow.
  */
 function requirePageAuth(options: ILandingOptions): RequestHandler {
   const { authenticator, checks, baseUrl } = options;
@@ -181,6 +191,7 @@ function requirePageAuth(options: ILandingOptions): RequestHandler {
           response.redirect(302, loginUrl(request, baseUrl));
           return;
         }
+        request.jupyterAuth = authentication;
         const cookie = xsrfCookieValue(request.headers.cookie);
         if (cookie === undefined || !decodeXsrfToken(cookie)?.length) {
           // Path as Jupyter sets it, so that Jupyter's pages reuse this cookie, never add another.

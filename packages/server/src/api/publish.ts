@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Archiving } from '../archive/archiving';
 import {
   type NotebookNode,
@@ -13,11 +13,13 @@ import {
 } from '../contents/nbformat';
 import { isPlainObject } from '../contents/nbformat/pyjson';
 import { HttpError } from '../errors';
+import { requirePermission } from '../gateway/auth';
 import { decodeUrlPath } from '../http/quote';
 import { objectKey, objectPath } from '../storage/keys';
 import { toHttpError } from './storeApi';
 import { onlyMethods } from './methods';
 import { checkStorePath } from './storePaths';
+import { rawBody } from '../http/body';
 
 /** The content type of published objects. */
 export const PUBLISHED_CONTENT_TYPE = 'application/x-ipynb+json';
@@ -55,6 +57,7 @@ export interface IPublishResult {
  * | status | reason | when |
  * |---|---|---|
  * | 405 | `method not allowed` | any method but PUT |
+ * | 403 | `not authorized` | Jupyter's `Authorizer` does not allow the caller `contents: write` |
  * | 403 | `publish disabled` | publishing is not enabled (`jupyter store enable`), or `published_prefix` is empty; the message carries feature detection's reason |
  * | 503 | `store unavailable` | the object store is not usable (feature `store_valid` is false) |
  * | 400 | `empty path`, `absolute path`, `invalid path`, `hidden path` | see `checkStorePath`; `..` is refused plain and percent-encoded |
@@ -71,14 +74,13 @@ export interface IPublishResult {
  * switched off, and the message says how to switch it on.
  */
 export function addPublishRoutes(router: Router, options: IPublishRouteOptions): void {
-  const readBody = express.raw({
-    type: () => true,
-    limit: options.maxBodyBytes ?? DEFAULT_PUBLISH_BODY_LIMIT
-  });
+  const readBody = rawBody(options.maxBodyBytes ?? DEFAULT_PUBLISH_BODY_LIMIT);
   // `use`, not a route with a parameter: express would decode the path before we could check it.
   router.use(
     '/publish',
     onlyMethods('PUT'),
+    // A write, although nothing in the server changes: see ASKED_PERMISSIONS in gateway/auth.
+    requirePermission('contents', 'write'),
     (_request: Request, _response: Response, next: NextFunction) => {
       try {
         // Refuse before reading a body that would be thrown away.

@@ -15,12 +15,14 @@ import { displayable, objectKey } from '../storage/keys';
 import { ObjectStoreError, type IObjectVersion } from '../storage/objectStore';
 import { packageVersion } from '../version';
 import type { ContentsManager } from '../contents/manager';
+import { requirePermission } from '../gateway/auth';
 import type { IContentsBackendChoice } from '../gateway/contentsBackend';
 import type { Logger } from '../gateway/logger';
 import { addCloneRoutes, DEFAULT_MAX_CLONE_BYTES, parseNotebook, readObject } from './clone';
 import { onlyMethods } from './methods';
 import { addPublishRoutes } from './publish';
 import { checkStorePath } from './storePaths';
+import { parseVersionsLimit, VersionPageTokens, type IVersionCursor } from './versionPages';
 
 /** What the store API needs from the running gateway. */
 export interface IStoreApiOptions {
@@ -33,23 +35,34 @@ export interface IStoreApiOptions {
   contentsBackend?: IContentsBackendChoice;
   /** Where clones are written; without it the clone routes are not served. */
   manager?: ContentsManager;
+  /**
+   * The most bytes a clone, or a version read for restoring, reads from object storage
+   * (default {@link DEFAULT_MAX_CLONE_BYTES}); larger is 413.
+   */
+  maxCloneBytes?: number;
   log?: Logger;
 }
 
 /**
  * The store API under `{base}api/store`: feature detection and version listings (publish and
- * clone join it). Mounted behind Jupyter's auth by the gateway.
+ * clone join it). Mounted behind Jupyter's auth by the gateway; each route then asks the
+ * permission that its action implies of Jupyter's `Authorizer` (see `ASKED_PERMISSIONS` in
+ * `gateway/auth.ts` for the table): `contents: read` here, `contents: write` for publish and
+ * clone.
  */
 export function createStoreApiRouter(options: IStoreApiOptions): Router {
   const router = Router({ caseSensitive: true, strict: true });
+  const tokens = new VersionPageTokens();
+  const maxCloneBytes = options.maxCloneBytes ?? DEFAULT_MAX_CLONE_BYTES;
 
   router.all('/', onlyMethods('GET'));
-  router.get('/', (_request: Request, response: Response) => {
+  router.get('/', requirePermission('contents', 'read'), (_request, response: Response) => {
     response.json(StoreInfoSchema.parse(storeInfo(options)));
   });
 
   // `use`, not a route with a parameter: express would decode the path before we could check it.
-  router.use('/versions', onlyMethods('GET'), (request: Request, response: Response, next) => {
+  const reading = [onlyMethods('GET'), requirePermission('contents', 'read')];
+  router.use('/versions', ...reading, (request: Request, response: Response, next) => {
     const raw = request.url.split('?', 1)[0].replace(/^\//, '');
     const decoded = decodeUrlPath(raw);
     if (decoded === undefined) {
@@ -60,15 +73,29 @@ export function createStoreApiRouter(options: IStoreApiOptions): Router {
     const query = new URL(request.originalUrl, 'http://gateway.invalid').searchParams;
     const versionId = query.getAll('object_version_id').at(-1);
     if (versionId === undefined) {
-      listVersions(options.archiving, path).then(
+      let page: IPageRequest;
+      try {
+        page = {
+          limit: parseVersionsLimit(query.getAll('limit').at(-1)),
+          token: query.getAll('next').at(-1),
+          tokens
+        };
+      } catch (error) {
+        next(error);
+        return;
+      }
+      listVersions(options.archiving, path, page).then(
         listing => response.json(VersionListingSchema.parse(listing)),
         next
       );
     } else {
-      readVersion(options.archiving, path, versionId, query.getAll('copy').at(-1)).then(
-        content => response.json(VersionContentSchema.parse(content)),
-        next
-      );
+      readVersion(
+        options.archiving,
+        path,
+        versionId,
+        query.getAll('copy').at(-1),
+        maxCloneBytes
+      ).then(content => response.json(VersionContentSchema.parse(content)), next);
     }
   });
 
@@ -77,6 +104,7 @@ export function createStoreApiRouter(options: IStoreApiOptions): Router {
     addCloneRoutes(router, {
       archiving: options.archiving,
       manager: options.manager,
+      maxCloneBytes,
       log: options.log
     });
   }
@@ -127,28 +155,76 @@ function checkStoreUsable(archiving: Archiving): void {
   }
 }
 
-async function listVersions(archiving: Archiving, path: string): Promise<VersionListing> {
+/** Which page of a listing is asked for. */
+interface IPageRequest {
+  /** Versions of each copy on the page. */
+  readonly limit: number;
+  /** The `next` of the page before; undefined for the first page. */
+  readonly token: string | undefined;
+  readonly tokens: VersionPageTokens;
+}
+
+/**
+ * One page of the archived and published versions of a path: at most `limit` of each copy,
+ * newest first, and the token of the next page.
+ *
+ * #### Notes
+ * The two copies are paged side by side, each from its own marker (the token holds both, null
+ * for a copy already listed to its end), so the first page shows the newest versions of both.
+ * Markers are store version ids and a page resumes after the last version it returned, so
+ * versions saved while a client pages (which are newer) do not shift later pages: every
+ * version listed by the first page's time appears exactly once, in order. `deleted` needs the
+ * newest entry of the archived key, so only the first page reports it; when the newest archived
+ * version is not the latest entry, one more call (one entry, delete markers included) finds out.
+ */
+async function listVersions(
+  archiving: Archiving,
+  path: string,
+  page: IPageRequest
+): Promise<VersionListing> {
   checkStoreUsable(archiving);
   const { settings, store, bucket } = archiving;
   const workspaceKey = objectKey(settings.workspace_prefix, path);
   const publishedKey = objectKey(settings.published_prefix, path);
+  const identity = { bucket, workspaceKey, publishedKey };
+  const cursor: IVersionCursor | undefined =
+    page.token === undefined ? undefined : page.tokens.decode(identity, page.token);
+  const first = cursor === undefined;
+  const listCopy = async (key: string, after: string | null | undefined) =>
+    after === null
+      ? { versions: [] as IObjectVersion[], next: undefined }
+      : store.listVersionPage(bucket, key, { limit: page.limit, after });
   try {
-    const [workspaceHistory, published] = await Promise.all([
-      store.listVersions(bucket, workspaceKey, { includeDeleteMarkers: true }),
-      store.listVersions(bucket, publishedKey)
+    const [workspace, published] = await Promise.all([
+      listCopy(workspaceKey, cursor?.workspace),
+      listCopy(publishedKey, cursor?.published)
     ]);
-    const workspace = workspaceHistory.filter(version => !version.deleteMarker);
-    // A delete marker on top: the notebook was deleted; its versions stay listed for restoring.
-    // (The latest flag, not the position: versitygw lists markers before versions.)
-    const newest = workspaceHistory.find(version => version.isLatest);
-    const deleted = newest?.deleteMarker
-      ? { at: newest.lastModified.toISOString(), object_version_id: newest.versionId }
-      : null;
+    let deleted: NonNullable<VersionListing['workspace']['deleted']> | null = null;
+    if (first && !workspace.versions[0]?.isLatest) {
+      // A delete marker on top: the notebook was deleted; its versions stay listed for restoring.
+      // (The latest flag, not the position: versitygw lists markers before versions.)
+      const newest = await store.listVersionPage(bucket, workspaceKey, {
+        limit: 1,
+        includeDeleteMarkers: true
+      });
+      const marker = newest.versions.find(entry => entry.deleteMarker && entry.isLatest);
+      if (marker) {
+        deleted = { at: marker.lastModified.toISOString(), object_version_id: marker.versionId };
+      }
+    }
     return {
       path,
       object_bucket: bucket,
-      workspace: { object_key: workspaceKey, versions: workspace.map(toApiVersion), deleted },
-      published: { object_key: publishedKey, versions: published.map(toApiVersion) }
+      workspace: {
+        object_key: workspaceKey,
+        versions: workspace.versions.map(toApiVersion),
+        ...(first ? { deleted } : {})
+      },
+      published: { object_key: publishedKey, versions: published.versions.map(toApiVersion) },
+      next: page.tokens.encode(identity, {
+        workspace: workspace.next ?? null,
+        published: published.next ?? null
+      })
     };
   } catch (error) {
     throw toHttpError(error);
@@ -167,7 +243,8 @@ async function readVersion(
   archiving: Archiving,
   path: string,
   versionId: string,
-  copy = 'workspace'
+  copy = 'workspace',
+  maxBytes = DEFAULT_MAX_CLONE_BYTES
 ): Promise<VersionContent> {
   if (versionId === '' || versionId.length > MAX_VERSION_ID_CHARS) {
     throw new HttpError(
@@ -183,7 +260,7 @@ async function readVersion(
   const { settings, bucket } = archiving;
   const prefix = copy === 'workspace' ? settings.workspace_prefix : settings.published_prefix;
   const key = objectKey(prefix, path);
-  const object = await readObject(archiving, bucket, key, versionId, DEFAULT_MAX_CLONE_BYTES);
+  const object = await readObject(archiving, bucket, key, versionId, maxBytes);
   const notebook = parseNotebook(object.body);
   if (!notebook) {
     throw new HttpError(
@@ -217,6 +294,7 @@ export function toHttpError(error: unknown): unknown {
     'not-found': 404,
     'access-denied': 403,
     'bad-request': 400,
+    'too-large': 413,
     unavailable: 502
   }[error.kind];
   return new HttpError(status, error.message, error.code);

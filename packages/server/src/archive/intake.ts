@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { HttpError } from '../errors';
+import { RootFs } from '../contents/rootFs';
+import { HttpError, hasErrorCode } from '../errors';
 import type { Logger } from '../gateway/logger';
 import {
   fileStat,
@@ -47,6 +48,7 @@ export type SourceCounts = Record<ChangeSource, { seen: number; archived: number
 export class ArchiveIntake implements IChangeSink {
   constructor(options: ArchiveIntake.IOptions) {
     this._rootDir = options.rootDir;
+    this._files = new RootFs(options.rootDir);
     this._filter = options.filter;
     this._queue = options.queue;
     this._index = options.index;
@@ -187,7 +189,7 @@ export class ArchiveIntake implements IChangeSink {
         this._counts.gateway.seen++;
         return;
       }
-      bytes = await fs.readFile(this._osPath(apiPath));
+      bytes = await this._readInsideRoot(this._osPath(apiPath));
     } catch {
       // Gone already, or not readable by us: the watcher and the scan have it.
       this._counts.gateway.seen++;
@@ -459,8 +461,13 @@ export class ArchiveIntake implements IChangeSink {
       const readAt = Date.now();
       let bytes: Buffer;
       try {
-        bytes = await fs.readFile(osPath);
-      } catch {
+        bytes = await this._readInsideRoot(osPath);
+      } catch (error) {
+        // Outside the root (a directory on the way swapped for a symlink) or a symlink now:
+        // not archived, and not taken for a delete either.
+        if (hasErrorCode(error, 'EOUTSIDEROOT', 'ELOOP', 'ENOTREGULAR', 'EISDIR')) {
+          return { kind: 'other' };
+        }
         return { kind: 'missing' };
       }
       let after: Stats;
@@ -484,6 +491,15 @@ export class ArchiveIntake implements IChangeSink {
         holder: { stat, racy }
       };
     }
+  }
+
+  /**
+   * The bytes of a regular file, read from a descriptor checked to be inside the root, the last
+   * component not followed (see {@link RootFs.openFile}): whatever is swapped meanwhile, what is
+   * archived under a path of the root is never a file from outside it.
+   */
+  private async _readInsideRoot(osPath: string): Promise<Buffer> {
+    return (await this._files.readFile(osPath, { followSymlinks: false })).bytes;
   }
 
   /** Jupyter's `atomic_writing` keeps a `.~<name>` copy while it rewrites the file in place. */
@@ -691,6 +707,7 @@ export class ArchiveIntake implements IChangeSink {
   }
 
   private readonly _rootDir: string;
+  private readonly _files: RootFs;
   private readonly _filter: ArchiveFilter;
   private readonly _queue: ArchiveQueue;
   private readonly _index: ArchiveIndex;

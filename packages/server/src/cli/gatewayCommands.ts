@@ -23,9 +23,13 @@ import { createLandingRouter } from '../api/landing';
 import { createStoreApiRouter } from '../api/storeApi';
 import { Archiving } from '../archive/archiving';
 import {
+  CONFIG_FILE_NAME,
+  CREDENTIAL_SETTINGS,
+  ENVIRONMENT_VARIABLES,
   loadStoreSettings,
   SettingsError,
   splitSettingsFlags,
+  type StoreSettingName,
   type StoreSettings
 } from '../settings';
 import { isPublishEnabled } from '../settings/publishEnabled';
@@ -78,8 +82,13 @@ const LAB_FLAGS: FlagSpec = {
   ...COMMON_FLAGS,
   token: {
     type: 'string',
-    help: 'the token to require (default: $JUPYTER_TOKEN, else a new random one)',
+    help: 'the token to require (default: $JUPYTER_TOKEN, else a new random one); visible in ps',
     value: 'T'
+  },
+  'token-file': {
+    type: 'string',
+    help: 'read the token from FILE (one trailing newline dropped) instead of --token',
+    value: 'FILE'
   },
   'no-auth': { type: 'boolean', help: 'no authentication at all (Jupyter with an empty token)' },
   jupyter: {
@@ -106,6 +115,11 @@ const SERVE_FLAGS: FlagSpec = {
     type: 'string',
     help: "the upstream's token, shown in the banner and the runtime record (auth always asks the upstream)",
     value: 'T'
+  },
+  'token-file': {
+    type: 'string',
+    help: 'read that token from FILE (one trailing newline dropped) instead of --token',
+    value: 'FILE'
   }
 };
 
@@ -119,6 +133,8 @@ Options:
 ${describeFlags(LAB_FLAGS)}
 Settings: --StoreSettings.<name>=<value> for any setting of the README's configuration
 section (they beat STORE_OBJECT_* variables and jupyter_store_config.json files).
+Other users can read a command line (ps): give the token with --token-file or $JUPYTER_TOKEN,
+and credentials with STORE_OBJECT_* variables or a jupyter_store_config.json file.
 
 If Jupyter exits, the gateway stops too, with a non-zero exit status: run it under a
 supervisor (systemd, a container runtime) to restart both.
@@ -133,6 +149,8 @@ Options:
 ${describeFlags(SERVE_FLAGS)}
 Settings: --StoreSettings.<name>=<value> for any setting of the README's configuration
 section (they beat STORE_OBJECT_* variables and jupyter_store_config.json files).
+Other users can read a command line (ps): give the token with --token-file or $JUPYTER_TOKEN,
+and credentials with STORE_OBJECT_* variables or a jupyter_store_config.json file.
 `;
 
 /** `jupyter-store lab`. */
@@ -154,8 +172,10 @@ export async function runLab(argv: readonly string[]): Promise<void> {
         ? path.resolve(jupyterFlag)
         : jupyterFlag;
   const common = commonSettings(values, split.flags, jupyter ? pythonPrefixOf(jupyter) : undefined);
-  if (values['no-auth'] && values.token !== undefined) {
-    throw new UsageError('--token and --no-auth cannot be combined');
+  for (const flag of ['token', 'token-file']) {
+    if (values['no-auth'] && values[flag] !== undefined) {
+      throw new UsageError(`--${flag} and --no-auth cannot be combined`);
+    }
   }
   const transport = (values['upstream-transport'] as string | undefined) ?? 'unix';
   if (transport !== 'unix' && transport !== 'tcp') {
@@ -169,12 +189,13 @@ export async function runLab(argv: readonly string[]): Promise<void> {
       "--jupyter: no 'jupyter' on PATH and no project .venv; install JupyterLab or name it"
     );
   }
+  const givenToken = tokenFromFlags(values);
   const token = values['no-auth']
     ? null
-    : ((values.token as string | undefined) ??
-      (process.env.JUPYTER_TOKEN || randomBytes(24).toString('hex')));
+    : (givenToken ?? (process.env.JUPYTER_TOKEN || randomBytes(24).toString('hex')));
 
   const log = createLogger({ level: common.logLevel });
+  warnAboutVisibleSecrets(log, values, split.flags);
   const shimDir = createCommandShim();
   let jupyterProcess: JupyterProcess | undefined;
   const gateway = await startGateway(
@@ -241,19 +262,81 @@ export async function runServe(argv: readonly string[]): Promise<void> {
   } catch (error) {
     throw new UsageError(`--upstream: ${(error as Error).message}`);
   }
+  const givenToken = tokenFromFlags(values);
   const log = createLogger({ level: common.logLevel });
+  warnAboutVisibleSecrets(log, values, split.flags);
   const gateway = await startGateway(
     common,
     log,
     () => Promise.resolve(upstream),
-    (values.token as string | undefined) ?? process.env.JUPYTER_TOKEN ?? null
+    givenToken ?? process.env.JUPYTER_TOKEN ?? null
   );
   if (!gateway) {
     process.exitCode = 1;
     return;
   }
   const lifecycle = new Lifecycle(gateway, log, common.runtimeDir, () => Promise.resolve());
-  lifecycle.announce(common, (values.token as string | undefined) ?? '', upstream, null);
+  lifecycle.announce(common, givenToken ?? '', upstream, null);
+}
+
+/**
+ * The token of `--token` or of `--token-file` (read now, without one trailing newline), or
+ * undefined when neither is given.
+ *
+ * @throws UsageError when both are given, or the file cannot be read, is empty or holds more
+ *   than one line.
+ */
+function tokenFromFlags(values: Record<string, string | boolean | undefined>): string | undefined {
+  const file = values['token-file'] as string | undefined;
+  if (file === undefined) return values.token as string | undefined;
+  if (values.token !== undefined) {
+    throw new UsageError('--token and --token-file cannot be combined');
+  }
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new UsageError(`--token-file: '${file}' cannot be read (${reason})`);
+  }
+  const token = text.replace(/\r?\n$/, '');
+  if (token === '') throw new UsageError(`--token-file: '${file}' is empty`);
+  if (/[\r\n]/.test(token)) {
+    throw new UsageError(`--token-file: '${file}' holds more than one line`);
+  }
+  return token;
+}
+
+/**
+ * One warning line when the token or a credential was given on the command line, which other
+ * users of the machine can read (`ps`): it names the flags and where else to give them, never
+ * their values.
+ */
+function warnAboutVisibleSecrets(
+  log: Logger,
+  values: Record<string, string | boolean | undefined>,
+  storeFlags: Record<string, string>
+): void {
+  const flags: string[] = [];
+  const instead: string[] = [];
+  if (values.token !== undefined) {
+    flags.push('--token');
+    instead.push('--token-file or $JUPYTER_TOKEN for the token');
+  }
+  const credentials = CREDENTIAL_SETTINGS.filter(name => storeFlags[name] !== undefined);
+  if (credentials.length) {
+    const variables = Object.entries(ENVIRONMENT_VARIABLES)
+      .filter(([, name]) => credentials.includes(name as StoreSettingName))
+      .map(([variable]) => `$${variable}`);
+    flags.push(...credentials.map(name => `--StoreSettings.${name}`));
+    instead.push(`${[...variables, CONFIG_FILE_NAME].join(' or ')} for credentials`);
+  }
+  if (!flags.length) return;
+  log.warn(
+    { flags },
+    `${flags.join(', ')} on the command line ${flags.length > 1 ? 'are' : 'is'} visible to ` +
+      `other users in ps; use ${instead.join(', and ')}`
+  );
 }
 
 interface ICommonSettings {

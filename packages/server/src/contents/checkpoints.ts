@@ -1,12 +1,12 @@
 import type { CheckpointModel } from '@jupyter-store/contract';
-import { constants as fsConstants } from 'node:fs';
+import { constants as fsConstants, type Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { HttpError, hasErrorCode } from '../errors';
-import { writeFileAtomic } from './fileio';
 import { formatTimestamp } from './model';
 import { parentPath, baseName, splitExtension, type RootResolver } from './paths';
+import { RootFs } from './rootFs';
 
 /** Jupyter keeps one checkpoint per file, with this id. */
 export const CHECKPOINT_ID = 'checkpoint';
@@ -22,48 +22,69 @@ export const CHECKPOINT_DIR = '.ipynb_checkpoints';
  * #### Notes
  * Like Jupyter, computing a checkpoint's path creates the checkpoint directory, even for a
  * listing; doing the same keeps the trees of both servers identical.
+ *
+ * Checkpoints are read, written, created and removed through {@link RootFs}: those beside the
+ * files stay inside the contents root, those in the temporary directory inside
+ * `<tmp>/jupyter_checkpoints`.
  */
 export class FileCheckpoints {
-  constructor(private readonly resolver: RootResolver) {}
+  constructor(
+    private readonly resolver: RootResolver,
+    private readonly files: RootFs
+  ) {}
 
   /** The OS path of a file's checkpoint, creating its directory. */
   async checkpointPath(apiPath: string, checkpointId = CHECKPOINT_ID): Promise<string> {
+    return (await this.locate(apiPath, checkpointId)).osPath;
+  }
+
+  /** The checkpoint's OS path and the confined file system it lives in, creating its directory. */
+  private async locate(
+    apiPath: string,
+    checkpointId: string
+  ): Promise<{ osPath: string; files: RootFs }> {
     const name = baseName(apiPath);
     const { name: stem, ext } = splitExtension(name);
     const directory = this.resolver.osPath(parentPath(apiPath));
     let checkpointDir = path.join(directory, CHECKPOINT_DIR);
+    let files = this.files;
     if (!(await canWrite(directory))) {
       const relative = path.relative(this.resolver.rootDir, directory);
-      checkpointDir = path.join(os.tmpdir(), 'jupyter_checkpoints', relative);
+      const tmpRoot = path.join(os.tmpdir(), 'jupyter_checkpoints');
+      checkpointDir = path.join(tmpRoot, relative);
+      files = this.tmpFiles(tmpRoot);
     }
     try {
-      await fs.mkdir(checkpointDir, { recursive: true });
+      if (files === this.files) await files.mkdir(checkpointDir, { existOk: true });
+      else await fs.mkdir(checkpointDir, { recursive: true });
     } catch (error) {
       if (hasErrorCode(error, 'EACCES', 'EPERM')) {
         throw new HttpError(403, `Permission denied: ${apiPath}`, 'permission denied');
       }
       if (!hasErrorCode(error, 'ENOENT', 'ENOTDIR')) throw error;
     }
-    return path.join(checkpointDir, `${stem}-${checkpointId}${ext}`);
+    return { osPath: path.join(checkpointDir, `${stem}-${checkpointId}${ext}`), files };
   }
 
   /** Copy the file to its checkpoint, replacing an older one. */
   async create(apiPath: string): Promise<CheckpointModel> {
     const source = this.resolver.osPath(apiPath);
-    const target = await this.checkpointPath(apiPath);
-    let bytes: Buffer;
+    const target = await this.locate(apiPath, CHECKPOINT_ID);
+    let read: { bytes: Buffer; stats: Stats };
     try {
-      bytes = await fs.readFile(source);
+      read = await this.files.readFile(source);
     } catch (error) {
-      if (hasErrorCode(error, 'ENOENT', 'EISDIR', 'ENOTDIR')) {
+      if (hasErrorCode(error, 'ENOENT', 'EISDIR', 'ENOTDIR', 'ENOTREGULAR')) {
         throw new HttpError(404, `No such file: ${apiPath}`, 'not found');
       }
       throw error;
     }
-    await writeFileAtomic(target, bytes, { durable: false });
-    const stats = await fs.stat(source);
-    await fs.utimes(target, stats.atime, stats.mtime);
-    return this.model(CHECKPOINT_ID, target);
+    // The times are those of the bytes read, set on the copy before it takes its name.
+    await target.files.writeFileAtomic(target.osPath, read.bytes, {
+      durable: false,
+      times: read.stats
+    });
+    return this.model(CHECKPOINT_ID, target.osPath);
   }
 
   /** The checkpoints of a file: none, or the one. */
@@ -79,27 +100,25 @@ export class FileCheckpoints {
 
   /** Copy a checkpoint back over its file. */
   async restore(apiPath: string, checkpointId: string): Promise<void> {
-    const source = await this.checkpointPath(apiPath, checkpointId);
-    let bytes: Buffer;
+    const source = await this.locate(apiPath, checkpointId);
+    let read: { bytes: Buffer; stats: Stats };
     try {
-      bytes = await fs.readFile(source);
+      read = await source.files.readFile(source.osPath);
     } catch (error) {
-      if (hasErrorCode(error, 'ENOENT', 'EISDIR', 'ENOTDIR'))
+      if (hasErrorCode(error, 'ENOENT', 'EISDIR', 'ENOTDIR', 'ENOTREGULAR'))
         this.noSuchCheckpoint(apiPath, checkpointId);
       throw error;
     }
     const target = this.resolver.osPath(apiPath);
-    await writeFileAtomic(target, bytes);
-    const stats = await fs.stat(source);
-    await fs.utimes(target, stats.atime, stats.mtime);
+    await this.files.writeFileAtomic(target, read.bytes, { times: read.stats });
   }
 
   /** Delete a checkpoint; 404 when there is none. */
   async delete(apiPath: string, checkpointId: string): Promise<void> {
-    const target = await this.checkpointPath(apiPath, checkpointId);
+    const target = await this.locate(apiPath, checkpointId);
     try {
-      if (!(await fs.stat(target)).isFile()) this.noSuchCheckpoint(apiPath, checkpointId);
-      await fs.unlink(target);
+      if (!(await fs.stat(target.osPath)).isFile()) this.noSuchCheckpoint(apiPath, checkpointId);
+      await target.files.unlink(target.osPath);
     } catch (error) {
       if (hasErrorCode(error, 'ENOENT')) this.noSuchCheckpoint(apiPath, checkpointId);
       throw error;
@@ -109,9 +128,18 @@ export class FileCheckpoints {
   /** Move a file's checkpoints with it. */
   async renameAll(oldPath: string, newPath: string): Promise<void> {
     for (const checkpoint of await this.list(oldPath)) {
-      const from = await this.checkpointPath(oldPath, checkpoint.id);
-      const to = await this.checkpointPath(newPath, checkpoint.id);
-      await fs.rename(from, to);
+      const from = await this.locate(oldPath, checkpoint.id);
+      const to = await this.locate(newPath, checkpoint.id);
+      if (from.files === to.files) await from.files.rename(from.osPath, to.osPath);
+      else {
+        // Between the root and the temporary directory: copy, then remove.
+        const read = await from.files.readFile(from.osPath);
+        await to.files.writeFileAtomic(to.osPath, read.bytes, {
+          durable: false,
+          times: read.stats
+        });
+        await from.files.unlink(from.osPath);
+      }
     }
   }
 
@@ -119,6 +147,14 @@ export class FileCheckpoints {
   async deleteAll(apiPath: string): Promise<void> {
     for (const checkpoint of await this.list(apiPath)) await this.delete(apiPath, checkpoint.id);
   }
+
+  /** The confined file system of `<tmp>/jupyter_checkpoints`, made once. */
+  private tmpFiles(tmpRoot: string): RootFs {
+    if (this._tmpFiles?.rootDir !== path.resolve(tmpRoot)) this._tmpFiles = new RootFs(tmpRoot);
+    return this._tmpFiles;
+  }
+
+  private _tmpFiles: RootFs | undefined;
 
   private async model(id: string, osPath: string): Promise<CheckpointModel> {
     const stats = await fs.stat(osPath);

@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { HttpError, hasErrorCode } from '../errors';
+import { hasErrorCode } from '../errors';
+import { PinnedDir, writeAtomicIn, type IWriteOptions } from './rootFs';
 
 /**
  * Crash-safe file writing.
@@ -14,59 +14,25 @@ import { HttpError, hasErrorCode } from '../errors';
  * directory, so a reader sees either the old bytes or the new ones. Mode and ownership of an
  * existing target are kept, and a symlinked target is written through the link, as Jupyter does.
  * `durable: false` keeps the all-or-nothing rename but skips the fsyncs, for copies that can be
- * made again (checkpoints), as Jupyter does not fsync its checkpoint copies either.
+ * made again, as Jupyter does not fsync its checkpoint copies either.
+ *
+ * This is for the gateway's own files (journal, index, local store), which no user path names.
+ * Files below the contents root are written with {@link RootFs.writeFileAtomic}, which shares
+ * this code ({@link writeAtomicIn}) but checks where every directory it writes in really is.
  */
 export async function writeFileAtomic(
   osPath: string,
   data: Buffer | readonly Buffer[],
-  options: { durable?: boolean } = {}
+  options: IWriteOptions = {}
 ): Promise<void> {
   const target = await followSymlink(osPath);
-  const existing = await statOrUndefined(target);
-  if (existing?.isDirectory()) {
-    throw new HttpError(400, `${path.basename(osPath)} is a directory`, 'bad type');
-  }
-  const directory = path.dirname(target);
-  // The temporary name is short and fixed in shape, so the longest legal target name still fits.
-  const temporary = path.join(directory, `.~jupyter-store-${randomBytes(8).toString('hex')}.tmp`);
-  let handle: fs.FileHandle;
-  try {
-    handle = await fs.open(temporary, 'wx', existing ? existing.mode & 0o7777 : 0o666);
-  } catch (error) {
-    // A writable file in a read-only directory: Jupyter writes it in place, and so do we.
-    if (existing && hasErrorCode(error, 'EACCES', 'EPERM', 'EROFS')) {
-      return writeInPlace(target, data);
-    }
-    throw error;
-  }
-  try {
-    await writeAll(handle, data);
-    if (existing) await keepOwnership(handle, existing);
-    if (options.durable !== false) await handle.sync();
-  } catch (error) {
-    await handle.close().catch(() => undefined);
-    await fs.rm(temporary, { force: true });
-    throw error;
-  }
-  await handle.close();
-  try {
-    await fs.rename(temporary, target);
-  } catch (error) {
-    await fs.rm(temporary, { force: true });
-    throw error;
-  }
-  if (options.durable !== false) await syncDirectory(directory);
-}
-
-/** Append bytes to a file and make them durable (the later chunks of a chunked upload). */
-export async function appendFileDurably(osPath: string, data: Buffer): Promise<void> {
-  const handle = await fs.open(await followSymlink(osPath), 'a');
-  try {
-    await handle.write(data);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
+  await writeAtomicIn(
+    PinnedDir.byPath(path.dirname(target)),
+    path.basename(target),
+    await statOrUndefined(target),
+    data,
+    options
+  );
 }
 
 /** Stats with symlinks followed, or undefined when the path does not exist. */
@@ -91,15 +57,7 @@ export async function lstatOrUndefined(osPath: string): Promise<Stats | undefine
 
 /** fsync a directory so that a rename or a new entry in it survives a crash. */
 export async function syncDirectory(directory: string): Promise<void> {
-  let handle: fs.FileHandle | undefined;
-  try {
-    handle = await fs.open(directory, 'r');
-    await handle.sync();
-  } catch {
-    // Some file systems refuse fsync on directories; the rename itself is still atomic.
-  } finally {
-    await handle?.close();
-  }
+  await PinnedDir.byPath(directory).sync();
 }
 
 async function followSymlink(osPath: string): Promise<string> {
@@ -108,27 +66,4 @@ async function followSymlink(osPath: string): Promise<string> {
   } catch {
     return osPath;
   }
-}
-
-async function writeAll(handle: fs.FileHandle, data: Buffer | readonly Buffer[]): Promise<void> {
-  if (Buffer.isBuffer(data)) {
-    await handle.writeFile(data);
-    return;
-  }
-  for (const piece of data) await handle.write(piece);
-}
-
-async function writeInPlace(target: string, data: Buffer | readonly Buffer[]): Promise<void> {
-  const handle = await fs.open(target, 'w');
-  try {
-    await writeAll(handle, data);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
-async function keepOwnership(handle: fs.FileHandle, existing: Stats): Promise<void> {
-  if (process.getuid?.() !== 0) return;
-  await handle.chown(existing.uid, existing.gid).catch(() => undefined);
 }

@@ -5,7 +5,7 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { HttpError, hasErrorCode } from '../errors';
 import { FileCheckpoints, CHECKPOINT_DIR } from './checkpoints';
-import { appendFileDurably, lstatOrUndefined, statOrUndefined, writeFileAtomic } from './fileio';
+import { lstatOrUndefined, statOrUndefined } from './fileio';
 import { DEFAULT_HIDE_GLOBS, compileGlobs, isHidden, isItemHidden } from './hidden';
 import {
   baseModel,
@@ -23,6 +23,7 @@ import {
   type NotebookNode
 } from './nbformat';
 import { baseName, joinApiPath, normalizeApiPath, parentPath, RootResolver } from './paths';
+import { RootFs, type PinnedDir } from './rootFs';
 import { moveToTrash } from './trash';
 import { NotebookNotary } from './trust';
 
@@ -75,11 +76,15 @@ export interface ISaveRequest {
  * #### Notes
  * Deviations, all on the safe side, are listed in the README: symlinks that lead outside the
  * root are refused, writes are temp-file-and-rename, messages name API paths instead of OS paths.
+ * Every read, write, listing, copy, rename and delete goes through {@link RootFs}, which checks
+ * the descriptor it opened, so that swapping a directory for a symlink meanwhile cannot lead it
+ * out of the root; nothing is ever written through a symlink that leads to nothing.
  */
 export class ContentsManager {
   constructor(options: ContentsManager.IOptions) {
     this.resolver = new RootResolver(options.rootDir);
-    this.checkpoints = new FileCheckpoints(this.resolver);
+    this.files = new RootFs(options.rootDir);
+    this.checkpoints = new FileCheckpoints(this.resolver, this.files);
     this.notary = options.notary;
     this.allowHidden = options.allowHidden ?? false;
     this.deleteToTrash = options.deleteToTrash ?? true;
@@ -161,6 +166,39 @@ export class ContentsManager {
   }
 
   /**
+   * Create an empty file at the API path exclusively (`O_EXCL`, never through a symlink, in its
+   * directory checked to be inside the root), to reserve the name; returns its identity.
+   *
+   * @throws the `open` error as is (EEXIST when the name is taken, ENOENT …); 404 `outside root`.
+   */
+  async createEmptyFile(apiPath: string): Promise<{ dev: number; ino: number }> {
+    const normalized = normalizeApiPath(apiPath);
+    try {
+      const stats = await this.files.createExclusive(this.resolver.osPath(normalized));
+      return { dev: stats.dev, ino: stats.ino };
+    } catch (error) {
+      if (hasErrorCode(error, 'EOUTSIDEROOT')) throw toHttpError(error, normalized, 'creating');
+      throw error;
+    }
+  }
+
+  /**
+   * Remove the file at the API path if it is still the empty file {@link createEmptyFile} made
+   * (a failed reservation); anything else there is left alone. Never fails.
+   */
+  async removeEmptyFile(apiPath: string, identity: { dev: number; ino: number }): Promise<void> {
+    const osPath = this.resolver.osPath(normalizeApiPath(apiPath));
+    await this.files
+      .atEntry(osPath, async (dir, name) => {
+        const now = await fs.lstat(dir.entry(name));
+        if (now.dev === identity.dev && now.ino === identity.ino && now.size === 0) {
+          await fs.unlink(dir.entry(name));
+        }
+      })
+      .catch(() => undefined);
+  }
+
+  /**
    * The model of an item.
    *
    * @param options.type - the type the caller expects; a mismatch is a 400 `bad type`.
@@ -190,14 +228,7 @@ export class ContentsManager {
       return this.directoryModel(normalized, osPath, lstats, content);
     }
     if (options.type === 'notebook' || (!options.type && isNotebookName(normalized))) {
-      return this.notebookModel(
-        normalized,
-        osPath,
-        lstats,
-        stats ?? lstats,
-        content,
-        options.hash ?? false
-      );
+      return this.notebookModel(normalized, osPath, lstats, content, options.hash ?? false);
     }
     if (options.type === 'directory') {
       throw new HttpError(400, `${normalized} is not a directory`, 'bad type');
@@ -294,7 +325,7 @@ export class ContentsManager {
         const serialized = await this.serializeNotebook(normalized, notebook);
         const bytes = serialized.bytes;
         validationMessage = serialized.validationMessage;
-        await writeFileAtomic(osPath, bytes);
+        await this.files.writeFileAtomic(osPath, bytes);
         saved = bytes;
         if ((await this.checkpoints.list(normalized)).length === 0) {
           await this.checkpoints.create(normalized);
@@ -302,12 +333,12 @@ export class ContentsManager {
       } else if (request.type === 'file') {
         const bytes = decodeFileContent(normalized, request.content, request.format);
         if (chunk === undefined || chunk === null || chunk === 1) {
-          await writeFileAtomic(osPath, bytes);
+          await this.files.writeFileAtomic(osPath, bytes);
+          if (chunk === undefined || chunk === null) saved = bytes;
         } else {
-          await appendFileDurably(osPath, bytes);
+          // The last chunk reports the whole file, read back from the descriptor appended to.
+          saved = await this.files.appendFile(osPath, bytes, { readBack: chunk === -1 });
         }
-        if (chunk === undefined || chunk === null) saved = bytes;
-        else if (chunk === -1) saved = await fs.readFile(osPath);
       } else if (request.type === 'directory') {
         await this.saveDirectory(normalized, osPath);
       } else {
@@ -431,19 +462,26 @@ export class ContentsManager {
         throw new HttpError(409, `File already exists: ${to}`, 'conflict');
       }
       try {
-        await fs.rename(fromOs, toOs);
+        await this.files.rename(fromOs, toOs);
       } catch (error) {
         if (hasErrorCode(error, 'ENOENT')) {
           throw new HttpError(404, `File or directory does not exist: ${from}`, 'not found');
         }
-        if (hasErrorCode(error, 'EXDEV')) {
-          await fs.cp(fromOs, toOs, {
-            recursive: true,
-            preserveTimestamps: true,
-            errorOnExist: true
-          });
-          await fs.rm(fromOs, { recursive: true });
-        } else throw toHttpError(error, from, 'renaming');
+        if (!hasErrorCode(error, 'EXDEV')) throw toHttpError(error, from, 'renaming');
+        try {
+          const stats = await fs.lstat(fromOs);
+          if (stats.isDirectory()) await this.files.copyTree(fromOs, toOs);
+          else if (stats.isSymbolicLink()) {
+            const link = await fs.readlink(fromOs);
+            await this.files.atEntry(toOs, (dir, name) => fs.symlink(link, dir.entry(name)));
+          } else {
+            const read = await this.files.readFile(fromOs, { followSymlinks: false });
+            await this.files.writeFileAtomic(toOs, read.bytes, { times: read.stats });
+          }
+          await this.files.remove(fromOs);
+        } catch (failure) {
+          throw toHttpError(failure, from, 'renaming');
+        }
       }
       await this.checkpoints.renameAll(from, to);
       this.emitChanged({ action: 'rename', from, to });
@@ -466,19 +504,23 @@ export class ContentsManager {
     }
     try {
       if (this.deleteToTrash) {
-        try {
-          await fs.access(osPath, fs.constants.W_OK);
-        } catch {
-          throw new HttpError(403, `Permission denied: ${normalized}`, 'permission denied');
-        }
-        await moveToTrash(osPath);
+        // The item is moved from its directory, pinned: a directory swapped for a symlink
+        // meanwhile cannot make the trash take something outside the root.
+        await this.files.atEntry(osPath, async (dir, name) => {
+          try {
+            await fs.access(dir.entry(name), fs.constants.W_OK);
+          } catch {
+            throw new HttpError(403, `Permission denied: ${normalized}`, 'permission denied');
+          }
+          await moveToTrash(osPath, process.env, { from: dir.entry(name) });
+        });
       } else if (lstats.isDirectory()) {
-        if (!this.alwaysDeleteDir && (await isNonEmptyDirectory(osPath))) {
+        if (!this.alwaysDeleteDir && (await this.isNonEmptyDirectory(osPath))) {
           throw new HttpError(400, `Directory ${normalized} not empty`, 'not empty');
         }
-        await fs.rm(osPath, { recursive: true });
+        await this.files.remove(osPath);
       } else {
-        await fs.unlink(osPath);
+        await this.files.unlink(osPath);
       }
     } catch (error) {
       throw toHttpError(error, normalized, 'deleting');
@@ -538,14 +580,28 @@ export class ContentsManager {
   ): Promise<ContentsModel> {
     const model = await baseModel(apiPath, osPath, lstats, 'directory');
     if (!content) return model;
-    const entries = await fs.readdir(osPath, { withFileTypes: true });
+    // Listed through the opened directory: its names and stats are never another's.
+    model.content = await this.files
+      .inDirectory(osPath, dir => this.listChildren(apiPath, dir))
+      .catch((error: unknown) => {
+        throw toHttpError(error, apiPath, 'listing');
+      });
+    model.format = 'json';
+    return model;
+  }
+
+  private async listChildren(apiPath: string, dir: PinnedDir): Promise<ContentsModel[]> {
+    const entries = await fs.readdir(dir.self, { withFileTypes: true });
     const children = await Promise.all(
       entries.map(async entry => {
         if (this.shouldHide(entry.name)) return undefined;
         if (!entry.isFile() && !entry.isDirectory() && !entry.isSymbolicLink()) return undefined;
-        const childOs = path.join(osPath, entry.name);
+        const childOs = dir.entry(entry.name);
         try {
-          if (entry.isSymbolicLink() && !(await this.resolver.isInsideRoot(childOs)))
+          if (
+            entry.isSymbolicLink() &&
+            !(await this.resolver.isInsideRoot(path.join(dir.realPath, entry.name)))
+          )
             return undefined;
           const childLstats = await fs.lstat(childOs);
           const childStats = entry.isSymbolicLink()
@@ -568,9 +624,7 @@ export class ContentsManager {
         }
       })
     );
-    model.content = children.filter(child => child !== undefined);
-    model.format = 'json';
-    return model;
+    return children.filter(child => child !== undefined);
   }
 
   private async fileModel(
@@ -584,7 +638,7 @@ export class ContentsManager {
     const model = await baseModel(apiPath, osPath, lstats, 'file');
     model.mimetype = guessMimeType(baseName(apiPath));
     if (!content && !hash) return model;
-    const bytes = await this.readRegularFile(apiPath, osPath);
+    const { bytes } = await this.readRegularFile(apiPath, osPath);
     if (content) {
       let text: string | undefined;
       if (format !== 'base64') {
@@ -605,18 +659,17 @@ export class ContentsManager {
     apiPath: string,
     osPath: string,
     lstats: Stats,
-    /** The stats of the bytes read: the link's target for a symlink. */
-    contentStats: Stats,
     content: boolean,
     hash: boolean
   ): Promise<ContentsModel> {
     const model = await baseModel(apiPath, osPath, lstats, 'notebook');
     if (!content && !hash) return model;
-    const bytes = await this.readRegularFile(apiPath, osPath);
+    // The trust cache is keyed by the stats of the file read (the link's target for a symlink).
+    const { bytes, stats: readStats } = await this.readRegularFile(apiPath, osPath);
     if (content) {
-      let read: ReturnType<typeof readNotebook>;
+      let parsed: ReturnType<typeof readNotebook>;
       try {
-        read = readNotebook(bytes);
+        parsed = readNotebook(bytes);
       } catch (error) {
         if (error instanceof NotebookParseError) {
           throw new HttpError(
@@ -628,22 +681,26 @@ export class ContentsManager {
         throw error;
       }
       if (this.notary) {
-        const trusted = await this.notary.checkSignature(read.notebook, contentKey(contentStats));
-        this.notary.markCells(read.notebook, trusted);
+        const trusted = await this.notary.checkSignature(parsed.notebook, contentKey(readStats));
+        this.notary.markCells(parsed.notebook, trusted);
       }
-      model.content = read.notebook;
+      model.content = parsed.notebook;
       model.format = 'json';
-      if (read.validationMessage) model.message = read.validationMessage;
+      if (parsed.validationMessage) model.message = parsed.validationMessage;
     }
     if (hash) this.addHash(model, bytes);
     return model;
   }
 
-  private async readRegularFile(apiPath: string, osPath: string): Promise<Buffer> {
+  /** The bytes of a regular file, read from a descriptor checked to be inside the root. */
+  private async readRegularFile(
+    apiPath: string,
+    osPath: string
+  ): Promise<{ bytes: Buffer; stats: Stats }> {
     try {
-      return await fs.readFile(osPath);
+      return await this.files.readFile(osPath);
     } catch (error) {
-      if (hasErrorCode(error, 'EISDIR', 'ENOENT')) {
+      if (hasErrorCode(error, 'EISDIR', 'ENOENT', 'ENOTREGULAR')) {
         throw new HttpError(400, `Cannot read non-file ${apiPath}`, 'bad type');
       }
       throw toHttpError(error, apiPath, 'reading');
@@ -704,10 +761,13 @@ export class ContentsManager {
     if (await this.isHidden(apiPath)) {
       throw new HttpError(400, `Cannot create directory '${apiPath}'`, 'hidden');
     }
-    const stats = await statOrUndefined(osPath);
-    if (!stats) await fs.mkdir(osPath);
-    else if (!stats.isDirectory())
-      throw new HttpError(400, `Not a directory: ${apiPath}`, 'bad type');
+    await this.files.atEntry(osPath, async (dir, name) => {
+      const stats = await statOrUndefined(dir.entry(name));
+      // A symlink to nothing is not a free name: nothing is created through it.
+      if (!stats && !(await lstatOrUndefined(dir.entry(name)))) await fs.mkdir(dir.entry(name));
+      else if (!stats?.isDirectory())
+        throw new HttpError(400, `Not a directory: ${apiPath}`, 'bad type');
+    });
   }
 
   private async checkParentDirectory(apiPath: string): Promise<void> {
@@ -720,7 +780,9 @@ export class ContentsManager {
   private async copyDirectory(source: string, target: string): Promise<ContentsModel> {
     const fromOs = await this.resolver.resolve(source);
     const toOs = await this.resolver.resolve(target);
-    const size = await directorySize(fromOs);
+    const size = await this.files.treeSize(fromOs).catch((error: unknown) => {
+      throw toHttpError(error, source, 'copying');
+    });
     if (size > this.maxCopyFolderBytes) {
       throw new HttpError(
         400,
@@ -729,17 +791,10 @@ export class ContentsManager {
       );
     }
     try {
-      await fs.mkdir(path.dirname(toOs), { recursive: true });
-      await fs.cp(fromOs, toOs, {
-        recursive: true,
-        preserveTimestamps: true,
-        dereference: true,
-        errorOnExist: true,
-        force: false,
-        // Following a symlink that leads outside the root would read outside it.
-        filter: async from => from === fromOs || this.resolver.isInsideRoot(from)
-      });
+      // Symlinks inside the root are followed, those that lead out are left out.
+      await this.files.copyTree(fromOs, toOs);
     } catch (error) {
+      if (hasErrorCode(error, 'EOUTSIDEROOT')) throw toHttpError(error, source, 'copying');
       throw new HttpError(
         400,
         `Can't copy '${source}' into read-only Folder '${target}'`,
@@ -747,6 +802,11 @@ export class ContentsManager {
       );
     }
     return this.get(target, { content: false });
+  }
+
+  private async isNonEmptyDirectory(osPath: string): Promise<boolean> {
+    const names = await this.files.inDirectory(osPath, dir => fs.readdir(dir.self));
+    return names.some(name => name !== CHECKPOINT_DIR);
   }
 
   private emitSaved(event: ISavedEvent): void {
@@ -770,6 +830,7 @@ export class ContentsManager {
   }
 
   private readonly resolver: RootResolver;
+  private readonly files: RootFs;
   private readonly checkpoints: FileCheckpoints;
   private readonly notary: NotebookNotary | undefined;
   private readonly allowHidden: boolean;
@@ -883,23 +944,9 @@ function contentKey(stats: Stats): string {
   return `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
 }
 
-async function isNonEmptyDirectory(osPath: string): Promise<boolean> {
-  const names = await fs.readdir(osPath);
-  return names.some(name => name !== CHECKPOINT_DIR);
-}
-
 async function sameFile(a: string, b: string): Promise<boolean> {
   const [first, second] = await Promise.all([statOrUndefined(a), statOrUndefined(b)]);
   return !!first && !!second && first.dev === second.dev && first.ino === second.ino;
-}
-
-async function directorySize(osPath: string): Promise<number> {
-  let total = 0;
-  const entries = await fs.readdir(osPath, { withFileTypes: true, recursive: true });
-  for (const entry of entries) {
-    if (entry.isFile()) total += (await fs.stat(path.join(entry.parentPath, entry.name))).size;
-  }
-  return total;
 }
 
 function toReason(error: unknown): string {
@@ -909,6 +956,22 @@ function toReason(error: unknown): string {
 /** Map file-system errors to Jupyter's statuses: permission problems are 403, the rest pass. */
 export function toHttpError(error: unknown, apiPath: string, action: string): Error {
   if (error instanceof HttpError) return error;
+  if (hasErrorCode(error, 'EOUTSIDEROOT')) {
+    return new HttpError(404, `${apiPath} is outside root contents directory`, 'outside root');
+  }
+  if (hasErrorCode(error, 'EDANGLINGLINK')) {
+    return new HttpError(
+      400,
+      `${apiPath} is a symlink to a file that does not exist; nothing is written through it`,
+      'dangling symlink'
+    );
+  }
+  if (hasErrorCode(error, 'ELOOP')) {
+    return new HttpError(404, `${apiPath} is a symlink loop`, 'bad path');
+  }
+  if (hasErrorCode(error, 'ENOTREGULAR')) {
+    return new HttpError(400, `${apiPath} is not a regular file`, 'bad type');
+  }
   if (hasErrorCode(error, 'EACCES', 'EPERM', 'EROFS')) {
     return new HttpError(403, `Permission denied: ${apiPath}`, 'permission denied');
   }

@@ -14,6 +14,7 @@ import { ContentsManager, normalizeType } from './manager';
 import { PyNumber, pythonFloatRepr, pythonTruthy } from './nbformat/pynumber';
 import { parsePythonJson } from './nbformat';
 import { checkApiPath } from './paths';
+import { rawBody } from '../http/body';
 
 /** One path segment as tornado's `path_regex` sees it, and a checkpoint id. */
 const CHECKPOINT_ROUTE = /^((?:\/[^/]+)*)\/checkpoints\/([\w-]+)$/;
@@ -33,7 +34,7 @@ export function createContentsRouter(options: ContentsRouter.IOptions): Router {
   const { manager } = options;
   const baseUrl = options.baseUrl ?? '/';
   const router = express.Router();
-  router.use(express.raw({ type: () => true, limit: options.maxBodyBytes ?? 512 * 1024 * 1024 }));
+  router.use(rawBody(options.maxBodyBytes ?? 512 * 1024 * 1024));
   router.use(async (req: Request, res: Response, next: NextFunction) => {
     try {
       await route(req, res);

@@ -7,13 +7,21 @@ import { hasErrorCode } from '../errors';
  * Move a file or directory to the freedesktop.org trash, as Jupyter's default `delete_to_trash`
  * does through send2trash: the home trash when on the same device, else a `.Trash-<uid>`
  * directory at the top of the item's mount.
+ *
+ * @param osPath - the item's path, as the trash records it.
+ * @param options.from - the path to move the item from, when not `osPath`: the contents manager
+ *   gives one through the item's opened directory, so that the item moved is the one inside the
+ *   root even if a directory on its path is swapped meanwhile.
  */
 export async function moveToTrash(
   osPath: string,
-  env: NodeJS.ProcessEnv = process.env
+  env: NodeJS.ProcessEnv = process.env,
+  options: { from?: string } = {}
 ): Promise<void> {
   const absolute = path.resolve(osPath);
-  const itemDevice = (await fs.lstat(absolute)).dev;
+  // What is moved: the item by the path given, or by a path the caller pinned (see RootFs).
+  const from = options.from ?? absolute;
+  const itemDevice = (await fs.lstat(from)).dev;
   const homeTrash = path.join(
     env.XDG_DATA_HOME || path.join(env.HOME || os.homedir(), '.local', 'share'),
     'Trash'
@@ -43,7 +51,7 @@ export async function moveToTrash(
       throw error;
     }
     try {
-      await fs.rename(absolute, path.join(filesDir, entry));
+      await fs.rename(from, path.join(filesDir, entry));
     } catch (error) {
       await fs.rm(path.join(infoDir, `${entry}.trashinfo`), { force: true });
       throw error;

@@ -1,20 +1,75 @@
 import { createHash } from 'node:crypto';
 import type * as http from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { HttpError } from '../errors';
 import { sendError } from '../http/errors';
 import type { Logger } from './logger';
 import { checkHost, checkOrigin, checkXsrf, requestOrigin, submittedXsrfToken } from './security';
 import { requestUpstream, type UpstreamAddress } from './upstream';
 
-/** Who the upstream says the caller is, and how they proved it. */
+/** A Jupyter resource that routes of the gateway are authorized against. */
+export type JupyterResource = 'contents';
+
+/** An action on a resource, as Jupyter's `Authorizer.is_authorized` receives it. */
+export type JupyterAction = 'read' | 'write';
+
+/**
+ * The permissions asked of the upstream with every identity question, as
+ * `GET {base}api/me?permissions=<this, as JSON>`: Jupyter answers with the actions its
+ * `Authorizer` allows the caller. A route can only check a permission asked here.
+ *
+ * Which permission each route of the gateway needs:
+ *
+ * | Route (below `{base}`) | Method | Needs |
+ * |---|---|---|
+ * | `api/contents/…` (files, directories, checkpoints, trust) | GET, HEAD | `contents: read` |
+ * | `api/contents/…` | PUT, POST, PATCH, DELETE | `contents: write` |
+ * | `api/store` (feature detection, archive status) | GET, HEAD | `contents: read` |
+ * | `api/store/versions/<path>` (the listing, or one version's content) | GET, HEAD | `contents: read` |
+ * | `api/store/publish/<path>` | PUT | `contents: write` |
+ * | `api/store/clone`, `api/store/fs-clone` | POST | `contents: write` |
+ * | `store/clone`, `store/fs-clone` (landing pages) | GET, HEAD | `contents: write` |
+ * | `store/static/…`, and `store/clone/`, `store/fs-clone/` (redirects) | GET, HEAD | nothing |
+ *
+ * - The contents API needs what Jupyter's own contents handlers need (`@authorized`: the action
+ *   of the HTTP method). With `contents_backend` `jupyter`, Jupyter answers it and decides itself.
+ * - Listing or reading archived versions shows notebook content, as reading the file does.
+ * - A clone writes a file into the server. It also reads the source, but from object storage or
+ *   `fs_cloning_basedir`, not from the server's contents.
+ * - Publishing is a write: it changes what the store serves to everyone who clones (a new
+ *   version of the published copy), with content the caller sends rather than content read from
+ *   the server. With `read` alone, a read-only user could replace any published notebook.
+ * - A landing page exists only to confirm a clone, which needs `write`: refusing the page (an
+ *   HTML 403) tells a read-only user before they are asked anything, as the pages already check
+ *   every other reason the clone would fail.
+ * - Methods a route does not serve get 405 before any permission is checked, as in Jupyter.
+ */
+export const ASKED_PERMISSIONS: Readonly<Record<JupyterResource, readonly JupyterAction[]>> = {
+  contents: ['read', 'write']
+};
+
+/** Who the upstream says the caller is, how they proved it, and what they may do. */
 export interface IAuthentication {
   /** The `identity` object of Jupyter's `GET api/me`. */
   readonly identity: Readonly<Record<string, unknown>>;
   /**
-   * True when a valid token (query `token` or `Authorization: token|bearer`) authenticated the
-   * request. Jupyter exempts such requests from its XSRF and Origin checks, and so do we.
+   * True when the request carries a token (query `token` or `Authorization: token|bearer`) and
+   * that token is the one the upstream requires. Jupyter exempts such requests from its XSRF and
+   * Origin checks, and so do we. A server that lets anonymous callers in has no token, so there
+   * no request is token-authenticated, whatever token it carries.
    */
   readonly tokenAuthenticated: boolean;
+  /**
+   * The actions of {@link ASKED_PERMISSIONS} that the upstream's `Authorizer` allows, by
+   * resource (`permissions` of `api/me`); an action missing here is refused.
+   */
+  readonly permissions: Readonly<Partial<Record<JupyterResource, readonly JupyterAction[]>>>;
+}
+
+/** What one `api/me` question established about one credential. */
+interface IUpstreamAnswer {
+  readonly identity: Readonly<Record<string, unknown>>;
+  readonly permissions: IAuthentication['permissions'];
 }
 
 /** Jupyter's pattern for a token in the Authorization header (`re.match`, any case). */
@@ -23,13 +78,21 @@ const AUTHORIZATION_TOKEN = /^(?:token|bearer)\s+(.+)/i;
 /**
  * Authenticates callers of the gateway's own routes by asking the Jupyter Server behind it, so
  * that every identity provider Jupyter supports (token, password, JupyterHub OAuth) works
- * unchanged.
+ * unchanged, and asks its `Authorizer` in the same question what they may do.
  *
  * #### Notes
  * A token is tried alone first, then the cookie, mirroring Jupyter's `IdentityProvider` (a token
- * wins over a cookie, and only a valid token makes the request "token-authenticated"). Answers are
- * cached for `ttlMs`, keyed by a SHA-256 of the credential and the Host, so the cache never holds
- * a credential in clear. Upstream failures are never cached.
+ * wins over a cookie). The rule for "token-authenticated" is Jupyter's `get_user_token`: the
+ * server requires a token and the request's token is that token. The gateway may not know the
+ * token (`serve`, JupyterHub), so it learns both halves from the upstream: `api/me` with the
+ * token alone answers 200, and `api/me` with no credential at all (same Host) answers 401 or
+ * 403. A server that answers anonymous callers has no token (`--no-auth`): there a token is
+ * ignored and the request is a cookie (or anonymous) one, with the XSRF and Origin checks.
+ *
+ * Each answer (identity and permissions together) is cached for `ttlMs`, keyed by a SHA-256 of
+ * the credential and the Host, so the cache never holds a credential in clear; the anonymous
+ * question is the cookie question with an empty cookie, cached alike. Upstream failures are
+ * never cached.
  */
 export class Authenticator {
   constructor(options: Authenticator.IOptions) {
@@ -51,14 +114,16 @@ export class Authenticator {
     const host = request.headers.host ?? '';
     const token = requestToken(request);
     if (token !== undefined) {
-      const identity = await this._askCached('token', host, token, {
+      const answer = await this._askCached('token', host, token, {
         authorization: `token ${token}`
       });
-      if (identity) return { identity, tokenAuthenticated: true };
+      if (answer && !(await this._letsAnonymousIn(host))) {
+        return { ...answer, tokenAuthenticated: true };
+      }
     }
     const cookie = request.headers.cookie ?? '';
-    const identity = await this._askCached('cookie', host, cookie, cookie ? { cookie } : {});
-    return identity ? { identity, tokenAuthenticated: false } : null;
+    const answer = await this._askCached('cookie', host, cookie, cookie ? { cookie } : {});
+    return answer ? { ...answer, tokenAuthenticated: false } : null;
   }
 
   /** Forget every cached answer (for example after the upstream restarted). */
@@ -66,12 +131,17 @@ export class Authenticator {
     this._cache.clear();
   }
 
+  /** Does the upstream answer a caller with no credential (a server without a token)? */
+  private async _letsAnonymousIn(host: string): Promise<boolean> {
+    return (await this._askCached('cookie', host, '', {})) !== null;
+  }
+
   private _askCached(
     kind: string,
     host: string,
     credential: string,
     headers: http.OutgoingHttpHeaders
-  ): Promise<Readonly<Record<string, unknown>> | null> {
+  ): Promise<IUpstreamAnswer | null> {
     const key = createHash('sha256').update(`${kind}\0${host}\0${credential}`).digest('base64url');
     const now = Date.now();
     const cached = this._cache.get(key);
@@ -87,11 +157,11 @@ export class Authenticator {
   private async _ask(
     host: string,
     headers: http.OutgoingHttpHeaders
-  ): Promise<Readonly<Record<string, unknown>> | null> {
+  ): Promise<IUpstreamAnswer | null> {
     let response;
     try {
       response = await requestUpstream(this._upstream, {
-        path: `${this._baseUrl}api/me`,
+        path: `${this._baseUrl}api/me?permissions=${encodeURIComponent(JSON.stringify(ASKED_PERMISSIONS))}`,
         headers: { ...headers, host, accept: 'application/json' },
         agent: this._agent,
         timeoutMs: 10_000
@@ -102,9 +172,18 @@ export class Authenticator {
     }
     if (response.status === 200) {
       try {
-        const body = JSON.parse(response.body.toString('utf8')) as { identity?: unknown };
+        const body = JSON.parse(response.body.toString('utf8')) as {
+          identity?: unknown;
+          permissions?: unknown;
+        };
         if (typeof body.identity === 'object' && body.identity !== null) {
-          return body.identity as Record<string, unknown>;
+          if (typeof body.permissions !== 'object' || body.permissions === null) {
+            this._log.warn('the Jupyter server answered api/me without permissions: none granted');
+          }
+          return {
+            identity: body.identity as Record<string, unknown>,
+            permissions: grantedPermissions(body.permissions)
+          };
         }
       } catch {
         // fall through: an unreadable answer is not an identity
@@ -131,8 +210,80 @@ export class Authenticator {
   private readonly _agent: http.Agent | undefined;
   private readonly _cache = new Map<
     string,
-    { answer: Promise<Readonly<Record<string, unknown>> | null>; expires: number }
+    { answer: Promise<IUpstreamAnswer | null>; expires: number }
   >();
+}
+
+/**
+ * The asked actions that the `permissions` of an `api/me` answer grants; anything else in it
+ * (other resources, `updatable_fields`, actions not asked) is ignored.
+ */
+function grantedPermissions(value: unknown): IAuthentication['permissions'] {
+  const granted: Partial<Record<JupyterResource, readonly JupyterAction[]>> = {};
+  if (typeof value !== 'object' || value === null) return granted;
+  for (const resource of Object.keys(ASKED_PERMISSIONS) as JupyterResource[]) {
+    const actions: unknown = Object.hasOwn(value, resource)
+      ? (value as Record<string, unknown>)[resource]
+      : undefined;
+    if (!Array.isArray(actions)) continue;
+    granted[resource] = Object.freeze(
+      ASKED_PERMISSIONS[resource].filter(action => actions.includes(action))
+    );
+  }
+  return Object.freeze(granted);
+}
+
+/** May this caller take this action on this resource, by the upstream's `Authorizer`? */
+export function isAuthorized(
+  authentication: IAuthentication | undefined,
+  resource: JupyterResource,
+  action: JupyterAction
+): boolean {
+  return authentication?.permissions[resource]?.includes(action) ?? false;
+}
+
+/** The action Jupyter's `@authorized` ties to an HTTP method; none for OPTIONS (CORS). */
+export function methodAction(method: string | undefined): JupyterAction | undefined {
+  if (method === 'GET' || method === 'HEAD') return 'read';
+  if (method === 'OPTIONS') return undefined;
+  return 'write';
+}
+
+/**
+ * Express middleware for a route behind {@link requireJupyterAuth} (or a page guard that sets
+ * `request.jupyterAuth`): passes when the upstream's `Authorizer` allows `action` on `resource`,
+ * else a 403 `{message, reason: 'not authorized'}` (an `HttpError`, so a page router renders it
+ * as its error page). Without an authentication the request is refused.
+ */
+export function requirePermission(
+  resource: JupyterResource,
+  action: JupyterAction
+): RequestHandler {
+  return (request: Request, _response: Response, next: NextFunction) => {
+    if (isAuthorized(request.jupyterAuth, resource, action)) next();
+    else next(notAuthorized(resource, action));
+  };
+}
+
+/**
+ * Express middleware asking, for every request, the action of its method on `resource` (GET and
+ * HEAD `read`, other methods `write`), as Jupyter's `@authorized` handlers do.
+ */
+export function requireMethodPermission(resource: JupyterResource): RequestHandler {
+  return (request: Request, _response: Response, next: NextFunction) => {
+    const action = methodAction(request.method);
+    if (action === undefined || isAuthorized(request.jupyterAuth, resource, action)) next();
+    else next(notAuthorized(resource, action));
+  };
+}
+
+/** Jupyter's refusal message for an unauthorized action, with our reason. */
+function notAuthorized(resource: JupyterResource, action: JupyterAction): HttpError {
+  return new HttpError(
+    403,
+    `User is not authorized to ${action} on resource: ${resource}.`,
+    'not authorized'
+  );
 }
 
 export namespace Authenticator {
@@ -193,7 +344,7 @@ export const DEFAULT_REQUEST_CHECKS: IRequestChecks = {
 
 declare module 'express-serve-static-core' {
   interface Request {
-    /** Set by {@link requireJupyterAuth} on the gateway's own routes. */
+    /** Set by {@link requireJupyterAuth} on the gateway's own routes (and by the landing pages). */
     jupyterAuth?: IAuthentication;
   }
 }

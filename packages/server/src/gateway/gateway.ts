@@ -11,7 +11,9 @@ import {
   Authenticator,
   DEFAULT_REQUEST_CHECKS,
   requireJupyterAuth,
-  type IRequestChecks
+  requireMethodPermission,
+  type IRequestChecks,
+  type JupyterResource
 } from './auth';
 import { logRequest, type Logger } from './logger';
 import type { ContentsBackend } from './contentsBackend';
@@ -62,11 +64,20 @@ export class Gateway {
     if (this.contentsBackend === 'node') {
       this.mount(
         'api/contents',
-        createContentsRouter({ manager: this.manager, baseUrl: this.baseUrl })
+        createContentsRouter({ manager: this.manager, baseUrl: this.baseUrl }),
+        { resource: 'contents' }
       );
     }
-    this.server = http.createServer({ requestTimeout: 0 }, (request, response) =>
-      this._dispatch(request, response)
+    const timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
+    this._apiCsp = `frame-ancestors 'self'; report-uri ${this.baseUrl}api/security/csp-report; default-src 'none'`;
+    this.server = http.createServer(
+      {
+        headersTimeout: timeouts.headersMs,
+        requestTimeout: timeouts.requestMs,
+        keepAliveTimeout: timeouts.keepAliveMs,
+        connectionsCheckingInterval: timeouts.checkIntervalMs
+      },
+      (request, response) => this._dispatch(request, response)
     );
     this.server.on('upgrade', (request: http.IncomingMessage, socket: net.Socket, head: Buffer) =>
       this._upgrade(request, socket, head)
@@ -103,13 +114,23 @@ export class Gateway {
 
   /**
    * Mount another router of ours at `{base}<relativePath>`, behind Jupyter's auth unless
-   * `public` (landing pages do their own redirect to the login page).
+   * `public` (landing pages do their own redirect to the login page). With `resource`, every
+   * request also needs its method's action on it (GET and HEAD `read`, others `write`), as
+   * Jupyter's own handlers of that resource; routers without it check per route (see
+   * `ASKED_PERMISSIONS` in `auth.ts`).
    */
-  mount(relativePath: string, router: RequestHandler, options: { public?: boolean } = {}): void {
+  mount(
+    relativePath: string,
+    router: RequestHandler,
+    options: { public?: boolean; resource?: JupyterResource } = {}
+  ): void {
     const prefix = `${this.baseUrl}${relativePath.replace(/^\/+|\/+$/g, '')}`;
     this._ownedPrefixes.push(prefix);
     if (options.public) this.app.use(prefix, router, this._errorHandler);
-    else this.app.use(prefix, this.requireAuth, router, this._errorHandler);
+    else if (options.resource) {
+      const authorize = requireMethodPermission(options.resource);
+      this.app.use(prefix, this.requireAuth, authorize, router, this._errorHandler);
+    } else this.app.use(prefix, this.requireAuth, router, this._errorHandler);
   }
 
   /**
@@ -208,6 +229,9 @@ export class Gateway {
       )
     );
     if (ours) {
+      // Jupyter's API headers on every answer of ours; HTML pages set their own policy.
+      response.setHeader('X-Content-Type-Options', 'nosniff');
+      response.setHeader('Content-Security-Policy', this._apiCsp);
       // Reached when no route of ours answered: a JSON 404, never express's HTML page.
       this.app(request as express.Request, response as express.Response, () =>
         sendError(response as express.Response, 404, 'Not Found', 'no such route')
@@ -241,6 +265,7 @@ export class Gateway {
     this.proxy.ws(request, socket, head);
   }
 
+  private readonly _apiCsp: string;
   private readonly _ownedPrefixes: string[] = [];
   private readonly _contentsPrefix: string;
   private readonly _relayedSaveHooks: Array<(apiPath: string) => Promise<void>> = [];
@@ -272,8 +297,37 @@ export namespace Gateway {
     manager?: ContentsManager;
     /** Who answers `{base}api/contents`; default `node` (ours). */
     contentsBackend?: ContentsBackend;
+    /** Connection limits; default {@link DEFAULT_TIMEOUTS}. */
+    timeouts?: Partial<ITimeouts>;
+  }
+
+  /** How long a client may take, in milliseconds (see {@link DEFAULT_TIMEOUTS}). */
+  export interface ITimeouts {
+    /** To send the request line and every header. */
+    headersMs: number;
+    /** To send the whole request, body included (the answer is not limited). */
+    requestMs: number;
+    /** An idle keep-alive connection stays open this long between requests. */
+    keepAliveMs: number;
+    /** How often the header and request limits are checked. */
+    checkIntervalMs: number;
   }
 }
+
+/**
+ * Connection limits. A client that trickles its headers is cut after 30 s (Node's check runs
+ * every 5 s, so within 35 s); a request body must arrive within 10 minutes (a 512 MiB upload
+ * at under 1 MB/s; Lab uploads large files in 1 MiB chunks, each its own request); idle
+ * keep-alive connections close after 65 s, longer than the 60 s idle limit of common reverse
+ * proxies so that a proxy never reuses a connection the gateway is closing. Websockets are not
+ * affected: once upgraded, a connection leaves the HTTP server's accounting.
+ */
+export const DEFAULT_TIMEOUTS: Gateway.ITimeouts = {
+  headersMs: 30_000,
+  requestMs: 600_000,
+  keepAliveMs: 65_000,
+  checkIntervalMs: 5_000
+};
 
 /** A contents API path from the URL, as tornado decodes it; undefined when it is not UTF-8. */
 function decodeApiPath(raw: string): string | undefined {

@@ -4,6 +4,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
+import { ENVIRONMENT_VARIABLES } from '../settings/load';
 import type { Logger } from './logger';
 import { scrubUrl } from './logger';
 import { requestUpstream, type UpstreamAddress } from './upstream';
@@ -59,23 +60,27 @@ export class JupyterProcess {
         ? { kind: 'tcp', host: '127.0.0.1', port: await freeLoopbackPort() }
         : { kind: 'unix', socketPath: path.join(scratchDir, 'jupyter.sock') };
     const args = ['lab', ...jupyterArguments(options, address)];
-    const env: NodeJS.ProcessEnv = { ...process.env, ...options.env };
-    // The token goes through the environment, never the command line that `ps` shows.
-    if (options.token) env.JUPYTER_TOKEN = options.token;
-    else delete env.JUPYTER_TOKEN;
+    // Kernels and terminals inherit this environment: it has none of our credentials.
+    const env = jupyterEnvironment({ ...process.env, ...options.env });
     if (options.pathPrepend?.length) {
       env.PATH = [...options.pathPrepend, env.PATH ?? ''].join(path.delimiter);
     }
+    // The token is in neither the command line (`ps`) nor the environment (kernels): it is in a
+    // private config file, first on the config path, which is deleted once Jupyter has started.
+    const privateConfig = options.token ? writeTokenConfig(scratchDir, options.token) : undefined;
+    const configPath = privateConfig ? [privateConfig.dir] : [];
     // Our server extension, which tells the gateway what this server loads (contents_backend
-    // auto); it removes both entries from its environment as it loads, so kernels never see them.
+    // auto); as it loads, it removes its entries and the private config directory from its
+    // environment, so kernels never see them.
     if (fs.existsSync(path.join(UPSTREAM_EXTENSION_DIR, 'jupyter_store_upstream'))) {
       env.PYTHONPATH = [UPSTREAM_EXTENSION_DIR, env.PYTHONPATH]
         .filter(Boolean)
         .join(path.delimiter);
-      env.JUPYTER_CONFIG_PATH = [
-        path.join(UPSTREAM_EXTENSION_DIR, 'config'),
-        env.JUPYTER_CONFIG_PATH
-      ]
+      configPath.push(path.join(UPSTREAM_EXTENSION_DIR, 'config'));
+      if (privateConfig) env[PRIVATE_CONFIG_VARIABLE] = privateConfig.dir;
+    }
+    if (configPath.length) {
+      env.JUPYTER_CONFIG_PATH = [...configPath, env.JUPYTER_CONFIG_PATH]
         .filter(Boolean)
         .join(path.delimiter);
     }
@@ -103,6 +108,9 @@ export class JupyterProcess {
     } catch (error) {
       await jupyter.stop(5000);
       throw error;
+    } finally {
+      // Jupyter read its configuration before it answered: nothing it starts can read the file.
+      if (privateConfig) fs.rmSync(privateConfig.file, { force: true });
     }
     return jupyter;
   }
@@ -201,6 +209,47 @@ export namespace JupyterProcess {
   }
 }
 
+/**
+ * Variables of the gateway's environment that Jupyter never gets, and so neither do its kernels
+ * and terminals: the `STORE_OBJECT_*` settings (credentials, and the endpoint and bucket, which
+ * nothing on Jupyter's side reads), and the token's sources (Jupyter gets the token otherwise).
+ * Everything else stays, the user's own `AWS_*` variables included.
+ */
+export function isGatewayOnlyVariable(name: string): boolean {
+  return (
+    name.startsWith('STORE_OBJECT_') ||
+    Object.hasOwn(ENVIRONMENT_VARIABLES, name) ||
+    TOKEN_VARIABLES.includes(name)
+  );
+}
+
+/** The environment Jupyter starts with: `base` without {@link isGatewayOnlyVariable}s. */
+export function jupyterEnvironment(base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(base)) {
+    if (!isGatewayOnlyVariable(name)) env[name] = value;
+  }
+  return env;
+}
+
+/**
+ * Write `IdentityProvider.token` into `jupyter_config.json` in a new directory `config` of
+ * `parent` (mode 0700, the file 0600). Jupyter reads `jupyter_config` from every directory of
+ * its config path even when `--config` names another file; first on `JUPYTER_CONFIG_PATH`, this
+ * one beats any other `jupyter_config` file, while `jupyter_server_config` files, `--config` and
+ * the command line still beat it, as they beat `$JUPYTER_TOKEN`.
+ */
+export function writeTokenConfig(parent: string, token: string): { dir: string; file: string } {
+  const dir = path.join(parent, 'config');
+  fs.mkdirSync(dir, { mode: 0o700 });
+  const file = path.join(dir, 'jupyter_config.json');
+  fs.writeFileSync(file, JSON.stringify({ IdentityProvider: { token } }), {
+    mode: 0o600,
+    flag: 'wx'
+  });
+  return { dir, file };
+}
+
 /** The `jupyter lab` arguments that make it a hidden upstream of the gateway. */
 export function jupyterArguments(
   options: Pick<
@@ -287,6 +336,12 @@ export function freeLoopbackPort(): Promise<number> {
 export function describeExit(exit: IExit): string {
   return exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`;
 }
+
+/** Where Jupyter would look for a token; the gateway gives it one in a config file instead. */
+const TOKEN_VARIABLES: readonly string[] = ['JUPYTER_TOKEN', 'JUPYTER_TOKEN_FILE'];
+
+/** Names the private config directory for the extension to take off `JUPYTER_CONFIG_PATH`. */
+const PRIVATE_CONFIG_VARIABLE = 'JUPYTER_STORE_PRIVATE_CONFIG_DIR';
 
 /** Jupyter's log prefix: `[I 2026-11-22 10:00:00.000 ServerApp] message`. */
 /** The Python side of this package: the `jupyter_store_upstream` server extension. */

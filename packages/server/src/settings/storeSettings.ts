@@ -27,25 +27,45 @@ function integerSetting(min: number, max: number) {
 }
 
 /**
+ * A list given as text (a command line, the environment): a JSON array string, or a
+ * comma-separated list; an empty string is an empty list. Anything else passes unchanged.
+ */
+function listFromText(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  const text = value.trim();
+  if (text.startsWith('[')) {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      return value;
+    }
+  }
+  return text === '' ? [] : text.split(',').map(part => part.trim());
+}
+
+/**
  * A list of glob patterns: a JSON array in a config file, or (from a command line or the
  * environment) a JSON array string or a comma-separated list.
  */
 const patternList = z.preprocess(
-  value => {
-    if (typeof value !== 'string') return value;
-    const text = value.trim();
-    if (text.startsWith('[')) {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        return value;
-      }
-    }
-    return text === '' ? [] : text.split(',').map(part => part.trim());
-  },
+  listFromText,
   z.array(z.string().min(1, { error: 'a pattern must not be empty' }), {
     error: 'must be a list of glob patterns (a JSON array, or comma-separated)'
   })
+);
+
+/**
+ * A list of bucket names: a JSON array in a config file, or (from a command line or the
+ * environment) a JSON array string or a comma-separated list; an empty string is an empty list.
+ */
+const bucketList = z.preprocess(
+  listFromText,
+  z.array(
+    z.string().refine(isValidBucketName, {
+      error: 'must hold valid S3 bucket names (3-63 lowercase letters, digits, dots, hyphens)'
+    }),
+    { error: 'must be a list of bucket names (a JSON array, or comma-separated)' }
+  )
 );
 
 const absoluteOrEmpty = (what: string) =>
@@ -81,6 +101,11 @@ export const StoreSettingsSchema = z
     /** Concurrent object-storage calls (and the size of the connection pool). */
     max_threads: integerSetting(1, 1024).default(16),
     enable_object_cloning: booleanSetting.default(true),
+    /**
+     * Ours: the buckets cloning from object storage may read, besides `object_bucket` (where
+     * the archived and published versions are); unset: any bucket the credentials can read.
+     */
+    clone_buckets: bucketList.optional(),
     /** Root below which file-system cloning may read; empty turns it off. */
     fs_cloning_basedir: absoluteOrEmpty('file-system cloning').default(''),
     /** Ours: where the embedded store keeps objects; default in the Jupyter data directory. */

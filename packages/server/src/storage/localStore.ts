@@ -14,12 +14,18 @@ import {
   ObjectStoreError,
   type IBucketCheck,
   type IDeleteResult,
+  type IGetOptions,
   type IObject,
   type IObjectHead,
   type IObjectStore,
   type IObjectSummary,
   type IObjectVersion,
-  type IPutResult
+  type IObjectVersionPage,
+  type IPutResult,
+  type IVersionPageOptions,
+  describeStoreTarget,
+  tooLargeError,
+  type IStoreTarget
 } from './objectStore';
 
 /**
@@ -130,13 +136,29 @@ export class LocalObjectStore implements IObjectStore {
     });
   }
 
-  /** Read `key` (its latest version, or the one named) whole. */
-  async get(bucket: string, key: string, versionId?: string): Promise<IObject> {
+  /**
+   * Read `key` (its latest version, or the one named) whole; with `maxBytes`, a version whose
+   * header says it is larger is refused unread, and the file is never read past its header and
+   * `maxBytes` of body.
+   */
+  async get(
+    bucket: string,
+    key: string,
+    versionId?: string,
+    options: IGetOptions = {}
+  ): Promise<IObject> {
     const target = { operation: 'read', bucket, key, versionId };
     Private.checkTarget(target);
+    const { maxBytes } = options;
     return this._run(target, async () => {
       const { header, file } = await this._find(bucket, key, versionId);
-      const bytes = await fs.readFile(file);
+      if (maxBytes !== undefined && header.size > maxBytes) {
+        throw Private.tooLarge(target, maxBytes);
+      }
+      const bytes =
+        maxBytes === undefined
+          ? await fs.readFile(file)
+          : await Private.readFileAtMost(file, maxBytes, target);
       const version = Private.decodeVersion(bytes, key, header.versionId);
       if (!version) throw Private.notFound(target, versionId ? 'NoSuchVersion' : 'NoSuchKey');
       return {
@@ -192,6 +214,61 @@ export class LocalObjectStore implements IObjectStore {
       return options.includeDeleteMarkers
         ? versions
         : versions.filter(version => !version.deleteMarker);
+    });
+  }
+
+  /**
+   * One page of the versions of exactly `key`, newest first, resuming after the version id
+   * `after`.
+   *
+   * #### Notes
+   * Version ids order the versions, so a page is the ids below `after` (all of them for the first
+   * page), read header by header until the page and one more entry are found; only the key's
+   * directory names are read whole. `next` is the id of the last entry returned.
+   */
+  async listVersionPage(
+    bucket: string,
+    key: string,
+    options: IVersionPageOptions
+  ): Promise<IObjectVersionPage> {
+    const target = { operation: 'list the versions of', bucket, key };
+    Private.checkTarget(target);
+    const { limit, after } = options;
+    if (!Number.isSafeInteger(limit) || limit < 1) {
+      throw new RangeError(`A version page limit must be a positive integer, not ${limit}`);
+    }
+    if (after !== undefined && !Private.isVersionId(after)) {
+      throw new ObjectStoreError(
+        'bad-request',
+        `Could not ${target.operation} ${Private.describe(target)}: "${displayable(after)}" is ` +
+          'not a valid version id (InvalidArgument)',
+        'InvalidArgument'
+      );
+    }
+    return this._run(target, async () => {
+      await this._requireBucket(bucket);
+      const directory = this._keyDirectory(bucket, key);
+      // The newest entry is the latest: on the first page, the first complete header of the
+      // same read (one listing of the directory); a later page's entries are all older than
+      // an entry listed before, so none is the latest.
+      let newest: string | undefined;
+      const headers = await Private.readVersions(directory, { key }, limit + 1, {
+        before: after,
+        accept: header => options.includeDeleteMarkers === true || !header.deleteMarker,
+        onNewest: header => {
+          if (after === undefined) newest = header.versionId;
+        }
+      });
+      const versions = headers.slice(0, limit).map((header): IObjectVersion => ({
+        versionId: header.versionId,
+        lastModified: new Date(header.lastModified),
+        size: header.size,
+        isLatest: header.versionId === newest,
+        ...(header.deleteMarker ? { deleteMarker: true } : {})
+      }));
+      return headers.length > limit
+        ? { versions, next: versions[limit - 1].versionId }
+        : { versions };
     });
   }
 
@@ -431,12 +508,7 @@ export namespace LocalObjectStore {
 
 namespace Private {
   /** What a call addresses. */
-  export interface ITarget {
-    readonly operation: string;
-    readonly bucket: string;
-    readonly key?: string;
-    readonly versionId?: string;
-  }
+  export type ITarget = IStoreTarget;
 
   /** What a version file says about its version. */
   export interface IHeader {
@@ -560,7 +632,15 @@ namespace Private {
   export async function readVersions(
     directory: string,
     owner: { readonly key: string } | { readonly hash: string },
-    limit = Infinity
+    limit = Infinity,
+    options: {
+      /** Only versions older than this id (a page that resumes after it). */
+      readonly before?: string;
+      /** Only the headers this takes (the others do not count towards `limit`). */
+      readonly accept?: (header: IHeader) => boolean;
+      /** Told the first complete header read, whether `accept` takes it or not. */
+      readonly onNewest?: (header: IHeader) => void;
+    } = {}
   ): Promise<IHeader[]> {
     const key = 'key' in owner ? owner.key : undefined;
     let names: string[];
@@ -570,9 +650,11 @@ namespace Private {
       if (hasErrorCode(error, 'ENOENT', 'ENOTDIR')) return [];
       throw error;
     }
+    const { before, accept, onNewest } = options;
+    let sawNewest = false;
     const ids = names
       .map(versionIdOfFileName)
-      .filter((id): id is string => id !== undefined)
+      .filter((id): id is string => id !== undefined && (before === undefined || id < before))
       .sort()
       .reverse();
     const headers: IHeader[] = [];
@@ -586,8 +668,13 @@ namespace Private {
       );
       for (const header of read) {
         // An incomplete file is skipped: it is not a version (see readHeader).
-        if (!header || headers.length >= limit) continue;
+        if (!header) continue;
         if ('hash' in owner && keyHash(header.key) !== owner.hash) continue;
+        if (!sawNewest) {
+          sawNewest = true;
+          onNewest?.(header);
+        }
+        if (headers.length >= limit || (accept && !accept(header))) continue;
         headers.push(header);
       }
     }
@@ -673,6 +760,38 @@ namespace Private {
     return header;
   }
 
+  /** The read of `target` refused or stopped because it is over `maxBytes`. */
+  export const tooLarge = tooLargeError;
+
+  /**
+   * A version file whole, but never more than its largest possible header plus `maxBytes` of
+   * body: a file that holds more (damage, or a file swapped in by hand) is refused as too large
+   * without being read further.
+   */
+  export async function readFileAtMost(
+    file: string,
+    maxBytes: number,
+    target: ITarget
+  ): Promise<Buffer> {
+    const limit = PREAMBLE_BYTES + HEADER_LIMIT_BYTES + maxBytes;
+    const handle = await fs.open(file, 'r');
+    try {
+      const chunks: Buffer[] = [];
+      let total = 0;
+      for (;;) {
+        const buffer = Buffer.allocUnsafe(Math.min(1024 * 1024, limit + 1 - total));
+        const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
+        if (bytesRead === 0) break;
+        chunks.push(buffer.subarray(0, bytesRead));
+        total += bytesRead;
+        if (total > limit) throw tooLarge(target, maxBytes);
+      }
+      return Buffer.concat(chunks, total);
+    } finally {
+      await handle.close();
+    }
+  }
+
   /** Files opened at once by one call: enough to overlap reads, far below descriptor limits. */
   const READ_BATCH = 64;
 
@@ -748,13 +867,7 @@ namespace Private {
   }
 
   /** `s3://bucket/key`, `version "v" of s3://bucket/key`, or `bucket "b"`, log-safe. */
-  export function describe(target: ITarget): string {
-    if (target.key === undefined) return `bucket "${displayable(target.bucket)}"`;
-    const where = displayable(`s3://${target.bucket}/${target.key}`);
-    return target.versionId === undefined
-      ? where
-      : `version "${displayable(target.versionId)}" of ${where}`;
-  }
+  export const describe = describeStoreTarget;
 
   /**
    * A `not-found` error with S3's code: `MethodNotAllowed` is S3's (405) answer to reading a

@@ -1,3 +1,4 @@
+import { displayable } from './keys';
 /**
  * One interface over the object stores jupyter-store writes to: S3 and S3-compatible servers
  * (through the AWS SDK) and the embedded local versioned store. Every write creates a new
@@ -54,6 +55,38 @@ export interface IObjectVersion {
   readonly deleteMarker?: boolean;
 }
 
+/** One page of a key's version listing (see {@link IObjectStore.listVersionPage}). */
+export interface IObjectVersionPage {
+  /** At most the `limit` asked for, newest first. */
+  readonly versions: IObjectVersion[];
+  /**
+   * Where the next page starts: give it as `after` to list the entries that follow. Undefined
+   * when no entry of the key follows these.
+   */
+  readonly next?: string;
+}
+
+/** What {@link IObjectStore.listVersionPage} lists. */
+export interface IVersionPageOptions {
+  /** The most entries returned, from 1. */
+  readonly limit: number;
+  /** The `next` of the page before; left out for the first page. */
+  readonly after?: string;
+  /** List delete markers too (they then count towards `limit`). */
+  readonly includeDeleteMarkers?: boolean;
+}
+
+/** What {@link IObjectStore.get} may be told. */
+export interface IGetOptions {
+  /**
+   * The most bytes of body to accept. A larger object is refused with a `too-large` error as
+   * soon as that is known: from the announced length, or once more than this many bytes have
+   * arrived, whereupon the read is stopped (its request aborted). At most this many bytes plus
+   * one chunk of the transfer are ever held.
+   */
+  readonly maxBytes?: number;
+}
+
 /** A key whose latest version is an object (not a delete marker), as a listing shows it. */
 export interface IObjectSummary {
   readonly key: string;
@@ -80,6 +113,8 @@ export type ObjectStoreErrorKind =
   | 'access-denied'
   /** The request itself is wrong, e.g. a malformed version id (400). */
   | 'bad-request'
+  /** The object is larger than the reader's `maxBytes`; its read was stopped (413). */
+  | 'too-large'
   /** The store could not be reached or answered with a server error; worth retrying (502/503). */
   | 'unavailable';
 
@@ -106,6 +141,33 @@ export class ObjectStoreError extends Error {
   }
 }
 
+/** What one call of a store addresses, for its error messages. */
+export interface IStoreTarget {
+  readonly operation: string;
+  readonly bucket: string;
+  readonly key?: string;
+  readonly versionId?: string;
+}
+
+/** `s3://bucket/key`, `version "v" of s3://bucket/key`, or `bucket "b"`, log-safe. */
+export function describeStoreTarget(target: IStoreTarget): string {
+  if (target.key === undefined) return `bucket "${displayable(target.bucket)}"`;
+  const where = displayable(`s3://${target.bucket}/${target.key}`);
+  return target.versionId === undefined
+    ? where
+    : `version "${displayable(target.versionId)}" of ${where}`;
+}
+
+/** A read of `target` refused or stopped because the version is over `maxBytes`. */
+export function tooLargeError(target: IStoreTarget, maxBytes: number): ObjectStoreError {
+  return new ObjectStoreError(
+    'too-large',
+    `Could not read ${describeStoreTarget(target)}: it is larger than the ${maxBytes} bytes ` +
+      'allowed (TooLarge)',
+    'TooLarge'
+  );
+}
+
 /** An object store. Implementations must be safe for concurrent calls. */
 export interface IObjectStore {
   /** How logs and feature detection name it: `s3://…` endpoint and region, or the local directory. */
@@ -119,8 +181,8 @@ export interface IObjectStore {
     options?: { contentType?: string; metadata?: Record<string, string> }
   ): Promise<IPutResult>;
 
-  /** Read `key`, or one of its versions. */
-  get(bucket: string, key: string, versionId?: string): Promise<IObject>;
+  /** Read `key`, or one of its versions; with `maxBytes`, never more than that (see IGetOptions). */
+  get(bucket: string, key: string, versionId?: string, options?: IGetOptions): Promise<IObject>;
 
   /** Describe `key`, or one of its versions, without reading it. */
   head(bucket: string, key: string, versionId?: string): Promise<IObjectHead>;
@@ -151,6 +213,22 @@ export interface IObjectStore {
     key: string,
     options?: { includeDeleteMarkers?: boolean }
   ): Promise<IObjectVersion[]>;
+
+  /**
+   * One page of the versions of exactly `key`, newest first: at most `limit` entries, and where
+   * the next page starts.
+   *
+   * #### Notes
+   * Paging resumes after the last entry returned, so versions written meanwhile (which are newer)
+   * never shift a later page: every version that existed when the first page was read is listed
+   * once, in order. `isLatest` is as in {@link listVersions}. A page may hold fewer than `limit`
+   * entries although more follow (a store bounds the work of one call), but `next` is then set.
+   */
+  listVersionPage(
+    bucket: string,
+    key: string,
+    options: IVersionPageOptions
+  ): Promise<IObjectVersionPage>;
 
   /**
    * Every key that starts with `prefix` (a plain string prefix, as S3's ListObjectsV2 takes it;

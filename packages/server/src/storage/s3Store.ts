@@ -18,12 +18,18 @@ import {
   ObjectStoreError,
   type IBucketCheck,
   type IDeleteResult,
+  type IGetOptions,
   type IObject,
   type IObjectHead,
   type IObjectStore,
   type IObjectSummary,
   type IObjectVersion,
-  type IPutResult
+  type IObjectVersionPage,
+  type IPutResult,
+  type IVersionPageOptions,
+  describeStoreTarget,
+  tooLargeError,
+  type IStoreTarget
 } from './objectStore';
 
 /**
@@ -112,23 +118,46 @@ export class S3ObjectStore implements IObjectStore {
   }
 
   /**
-   * Read `key` (or one version of it) whole.
+   * Read `key` (or one version of it) whole; with `maxBytes`, never more than that.
    *
    * #### Notes
    * The body is always consumed or destroyed, so a failed read never keeps a pooled socket busy.
+   * With `maxBytes`, an announced length over it is refused before any of the body is read, and
+   * the body is read chunk by chunk and refused as soon as more than `maxBytes` have arrived,
+   * whatever the length announced (or an earlier HEAD) said: the request is then aborted, which
+   * closes its connection, so the rest of the object is never transferred.
    */
-  async get(bucket: string, key: string, versionId?: string): Promise<IObject> {
+  async get(
+    bucket: string,
+    key: string,
+    versionId?: string,
+    options: IGetOptions = {}
+  ): Promise<IObject> {
     const target = { operation: 'read', bucket, key, versionId };
     Private.checkTarget(target);
+    const { maxBytes } = options;
+    if (maxBytes !== undefined) Private.checkMaxBytes(maxBytes);
+    const abort = new AbortController();
     const output = await this._guard(target, () =>
-      this._client.send(new GetObjectCommand({ Bucket: bucket, Key: key, VersionId: versionId }))
+      this._client.send(new GetObjectCommand({ Bucket: bucket, Key: key, VersionId: versionId }), {
+        abortSignal: abort.signal
+      })
     );
     let body: Buffer;
     try {
-      const bytes = output.Body ? await output.Body.transformToByteArray() : new Uint8Array();
-      body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      if (maxBytes === undefined) {
+        const bytes = output.Body ? await output.Body.transformToByteArray() : new Uint8Array();
+        body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      } else {
+        if (output.ContentLength !== undefined && output.ContentLength > maxBytes) {
+          throw Private.tooLarge(target, maxBytes);
+        }
+        body = await Private.readAtMost(output.Body, maxBytes, target);
+      }
     } catch (error) {
       (output.Body as { destroy?: () => void } | undefined)?.destroy?.();
+      abort.abort();
+      if (error instanceof ObjectStoreError) throw error;
       throw this._error(error, target, true);
     }
     if (output.ContentLength !== undefined && output.ContentLength !== body.length) {
@@ -241,6 +270,75 @@ export class S3ObjectStore implements IObjectStore {
       versionIdMarker = page.NextVersionIdMarker;
       if (keyMarker === undefined) return versions;
     }
+  }
+
+  /**
+   * One page of the versions of exactly `key`, newest first, with ListObjectVersions from the
+   * marker `after` (KeyMarker `key`, VersionIdMarker `after`).
+   *
+   * #### Notes
+   * Each call asks for what the page still needs plus one entry, so that a page that ends the
+   * key's entries says so (no empty last page); `next` is the id of the last entry returned.
+   * Other keys that `key` prefixes come after all of its entries and end the page, as in
+   * {@link listVersions}. Within one page the server's NextKeyMarker is passed back as given
+   * (MinIO appends a cache hint to the key); a page's `next` resumes with KeyMarker `key`. Delete markers left out still count towards S3's MaxKeys, so filling
+   * a page can take several calls; at most {@link Private.MAX_PAGE_CALLS} are made, and a page
+   * cut short by that resumes where the server stopped (`next` may then be a delete marker's
+   * id). With `includeDeleteMarkers`, the order is the server's as for {@link listVersions}
+   * (on versitygw, which writes a page's markers first, paging through markers is only
+   * approximate; the store API only asks for the newest entry).
+   */
+  async listVersionPage(
+    bucket: string,
+    key: string,
+    options: IVersionPageOptions
+  ): Promise<IObjectVersionPage> {
+    const target = { operation: 'list the versions of', bucket, key };
+    Private.checkTarget(target);
+    const limit = Private.checkPageLimit(options.limit);
+    if (options.after !== undefined) Private.checkMarker(options.after);
+    const versions: IObjectVersion[] = [];
+    let keyMarker = options.after === undefined ? undefined : key;
+    let versionIdMarker = options.after;
+    for (let call = 0; call < Private.MAX_PAGE_CALLS; call++) {
+      const command = new ListObjectVersionsCommand({
+        Bucket: bucket,
+        Prefix: key,
+        KeyMarker: keyMarker,
+        VersionIdMarker: versionIdMarker,
+        MaxKeys: Math.min(1000, limit - versions.length + 1)
+      });
+      const order = options.includeDeleteMarkers ? Private.recordEntryOrder(command) : undefined;
+      const page = await this._guard(target, () => this._client.send(command));
+      const entries = order
+        ? Private.entriesInOrder(page, order.kinds)
+        : Private.entries(page.Versions, false);
+      let passedKey = false;
+      for (const entry of entries) {
+        if (entry.key !== key) {
+          passedKey = true;
+          continue;
+        }
+        if (options.after !== undefined && entry.version.versionId === options.after) {
+          // S3 lists what follows the marker; versitygw 1.7.0 starts over from the newest when
+          // the marker is the latest version, the marker included: what came so far is the
+          // page before.
+          versions.length = 0;
+          continue;
+        }
+        // One more entry than the page holds: there is a next page, from the last one returned.
+        if (versions.length === limit) return { versions, next: versions[limit - 1].versionId };
+        versions.push(entry.version);
+      }
+      passedKey ||= (page.DeleteMarkers ?? []).some(marker => marker.Key !== key);
+      if (passedKey || !page.IsTruncated) return { versions };
+      // The server's own markers, as given: MinIO adds a cache hint to NextKeyMarker.
+      keyMarker = page.NextKeyMarker;
+      versionIdMarker = page.NextVersionIdMarker;
+      if (!keyMarker || !versionIdMarker) return { versions };
+    }
+    // Cut short: the next page resumes where the server stopped (with KeyMarker `key`).
+    return { versions, next: versionIdMarker };
   }
 
   /**
@@ -498,12 +596,7 @@ export function toObjectStoreError(error: unknown, call: IFailedCall): ObjectSto
 
 namespace Private {
   /** What a call addresses. */
-  export interface ITarget {
-    readonly operation: string;
-    readonly bucket: string;
-    readonly key?: string;
-    readonly versionId?: string;
-  }
+  export type ITarget = IStoreTarget;
 
   /** Codes and names that mean "does not exist". */
   export const NOT_FOUND_NAMES = new Set([
@@ -770,13 +863,7 @@ namespace Private {
   }
 
   /** `s3://bucket/key`, `version "v" of s3://bucket/key`, or `bucket "b"`, log-safe. */
-  export function describe(target: ITarget): string {
-    if (target.key === undefined) return `bucket "${displayable(target.bucket)}"`;
-    const path = displayable(`s3://${target.bucket}/${target.key}`);
-    return target.versionId === undefined
-      ? path
-      : `version "${displayable(target.versionId)}" of ${path}`;
-  }
+  export const describe = describeStoreTarget;
 
   /** The endpoint URL without user info (a URL may carry credentials). */
   export function endpointForDisplay(endpoint: string): string {
@@ -796,6 +883,68 @@ namespace Private {
       throw new RangeError(`A listing page size must be an integer from 1 to 1000, not ${size}`);
     }
     return size;
+  }
+
+  /** ListObjectVersions calls one `listVersionPage` makes at most (10,000 entries scanned). */
+  export const MAX_PAGE_CALLS = 10;
+
+  /** A version page's limit: a positive integer (callers bound it; a bad one is a bug). */
+  export function checkPageLimit(limit: number): number {
+    if (!Number.isSafeInteger(limit) || limit < 1) {
+      throw new RangeError(`A version page limit must be a positive integer, not ${limit}`);
+    }
+    return limit;
+  }
+
+  /** A version-id marker to resume after: what a page's `next` was, so never empty. */
+  export function checkMarker(marker: string): void {
+    if (marker === '' || marker.length > 1024) {
+      throw new ObjectStoreError(
+        'bad-request',
+        'A version listing cannot resume after an empty or overlong version id',
+        'InvalidArgument'
+      );
+    }
+  }
+
+  /** A `maxBytes` for `get`: a whole number of bytes (a bad one is a programming error). */
+  export function checkMaxBytes(maxBytes: number): void {
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
+      throw new RangeError(`maxBytes must be a whole number of bytes, not ${maxBytes}`);
+    }
+  }
+
+  /** The read of `target` refused or stopped because it is over `maxBytes`. */
+  export const tooLarge = tooLargeError;
+
+  /**
+   * A response body read chunk by chunk, refused with {@link tooLarge} as soon as more than
+   * `maxBytes` have arrived; the chunk that passes the limit is not kept. Leaving the loop early
+   * destroys the stream; the caller also aborts the request.
+   */
+  export async function readAtMost(
+    body: unknown,
+    maxBytes: number,
+    target: ITarget
+  ): Promise<Buffer> {
+    if (body === undefined || body === null) return Buffer.alloc(0);
+    const iterable = body as Partial<AsyncIterable<Uint8Array>>;
+    if (typeof iterable[Symbol.asyncIterator] !== 'function') {
+      // Not a Node stream (never under Node's handler): its bytes can only be read whole.
+      throw new ObjectStoreError(
+        'unavailable',
+        `Could not read ${describe(target)}: the answer's body cannot be read in chunks`,
+        'UnreadableBody'
+      );
+    }
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for await (const chunk of iterable as AsyncIterable<Uint8Array>) {
+      total += chunk.byteLength;
+      if (total > maxBytes) throw tooLarge(target, maxBytes);
+      chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    }
+    return Buffer.concat(chunks, total);
   }
 
   /** The operation of a `listLatest` call, for messages: names the prefix when there is one. */

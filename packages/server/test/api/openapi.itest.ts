@@ -528,6 +528,21 @@ describe('jupyter-store lab archiving to MinIO, under --base-url /jupyter/', () 
         path: 'api/store/versions/team/never-saved.ipynb'
       });
       expect(never.json().workspace.versions).toEqual([]);
+      expect(never.json().next).toBeNull();
+      // Paged: one version a page, the second page found by the first page's token.
+      const first = await call(main, 'GET', '/api/store/versions/{path}', {
+        path: 'api/store/versions/report.ipynb?limit=1'
+      });
+      expect(first.json().workspace.versions).toHaveLength(1);
+      expect(first.json().next).toEqual(expect.any(String));
+      const second = await call(main, 'GET', '/api/store/versions/{path}', {
+        path: `api/store/versions/report.ipynb?limit=1&next=${encodeURIComponent(first.json().next)}`
+      });
+      expect(second.json().workspace.versions).toHaveLength(1);
+      expect(second.json().workspace.versions[0].object_version_id).toBe(
+        listing.workspace.versions[1].object_version_id
+      );
+      expect(second.json().next).toBeNull();
     });
 
     test('200 with the content of one version, archived or published', async () => {
@@ -568,7 +583,10 @@ describe('jupyter-store lab archiving to MinIO, under --base-url /jupyter/', () 
       ['object_version_id=', 400, 'bad request'],
       ['object_version_id=v&copy=elsewhere', 400, 'bad request'],
       ['object_version_id=not-a-version-id', 400, 'InvalidArgument'],
-      ['object_version_id=00000000-0000-0000-0000-000000000000', 404, 'NoSuchVersion']
+      ['object_version_id=00000000-0000-0000-0000-000000000000', 404, 'NoSuchVersion'],
+      ['limit=0', 400, 'bad request'],
+      ['limit=1001', 400, 'bad request'],
+      ['next=not-a-token', 400, 'invalid token']
     ])('a version asked for with %s is %d (%s)', async (query, status, reason) => {
       const reply = await call(main, 'GET', '/api/store/versions/{path}', {
         path: `api/store/versions/report.ipynb?${query}`

@@ -1,7 +1,22 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describeExit, findJupyter, jupyterArguments } from '../../src/gateway/jupyterProcess';
+import {
+  describeExit,
+  findJupyter,
+  jupyterArguments,
+  jupyterEnvironment,
+  writeTokenConfig
+} from '../../src/gateway/jupyterProcess';
+import { ENVIRONMENT_VARIABLES } from '../../src/settings';
 
 const BASE = {
   rootDir: '/srv/notebooks',
@@ -67,6 +82,62 @@ describe('#jupyterArguments()', () => {
       ])
     );
     expect(args[args.length - 1]).toBe('--ServerApp.iopub_data_rate_limit=1e10');
+  });
+});
+
+describe('#jupyterEnvironment()', () => {
+  test('drops every variable the settings read, any other STORE_OBJECT_*, and the token', () => {
+    const base: NodeJS.ProcessEnv = { PATH: '/usr/bin', HOME: '/home/alice' };
+    for (const variable of Object.keys(ENVIRONMENT_VARIABLES)) base[variable] = 'ours';
+    Object.assign(base, {
+      STORE_OBJECT_SESSION_TOKEN: 'ours',
+      JUPYTER_TOKEN: 'ours',
+      JUPYTER_TOKEN_FILE: '/run/secrets/token'
+    });
+    expect(jupyterEnvironment(base)).toEqual({ PATH: '/usr/bin', HOME: '/home/alice' });
+  });
+
+  test("keeps the user's own variables: AWS_* for boto3, other STORE_*, Jupyter's paths", () => {
+    const users = {
+      AWS_ACCESS_KEY_ID: 'AKIAUSER',
+      AWS_SECRET_ACCESS_KEY: 'user-secret',
+      AWS_SESSION_TOKEN: 'user-session',
+      AWS_PROFILE: 'analysis',
+      STORE_NAME: 'corner shop',
+      store_object_bucket: 'lower case is not ours',
+      JUPYTER_CONFIG_DIR: '/home/alice/.jupyter',
+      JUPYTER_RUNTIME_DIR: '/run/user/1000/jupyter'
+    };
+    expect(jupyterEnvironment({ ...users, STORE_OBJECT_BUCKET: 'ours' })).toEqual(users);
+  });
+});
+
+describe('#writeTokenConfig()', () => {
+  let dir: string;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'token-config-'));
+  });
+
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('writes the token as Jupyter config into a directory only this user can open', () => {
+    const token = 'a "quoted" token\\ with ünïcode';
+    const written = writeTokenConfig(dir, token);
+    expect(written).toEqual({
+      dir: join(dir, 'config'),
+      file: join(dir, 'config', 'jupyter_config.json')
+    });
+    expect(statSync(written.dir).mode & 0o777).toBe(0o700);
+    expect(statSync(written.file).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(written.file, 'utf8'))).toEqual({
+      IdentityProvider: { token }
+    });
+  });
+
+  test('never writes into a directory that is already there', () => {
+    mkdirSync(join(dir, 'config'));
+    expect(() => writeTokenConfig(dir, 't')).toThrow(/EEXIST/);
   });
 });
 

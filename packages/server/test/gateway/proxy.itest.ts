@@ -796,16 +796,17 @@ describe('authentication of the gateway’s own routes', () => {
 
     for (let i = 0; i < 10; i++)
       expect((await ask({ authorization: 'token good' })).status).toBe(200);
-    expect(backend.meHits).toBe(1);
+    // The token's question, and the anonymous one showing that the upstream requires a token.
+    expect(backend.meHits).toBe(2);
     const concurrent = await Promise.all(
       Array.from({ length: 10 }, () => ask({ cookie: 'login=ok' }))
     );
     expect(concurrent.map(r => r.status)).toEqual(new Array(10).fill(200));
-    expect(backend.meHits).toBe(2);
+    expect(backend.meHits).toBe(3);
     // Refusals are cached as well.
     for (let i = 0; i < 3; i++)
       expect((await ask({ authorization: 'token bad' })).status).toBe(403);
-    // The wrong token, then the (empty) cookie: two questions, asked once.
+    // The wrong token (asked once), then the empty cookie: the anonymous question, cached.
     expect(backend.meHits).toBe(4);
 
     backend.meStatus = 500;
@@ -991,7 +992,8 @@ describe('base_url /user/alice/', () => {
     const listing = await send(port, { path: '/user/alice/api/contents', headers: auth });
     expect(listing.status).toBe(200);
     expect(listing.json()).toMatchObject({ type: 'directory' });
-    expect(backend.meHits).toBe(1);
+    // The token's question and the anonymous one.
+    expect(backend.meHits).toBe(2);
     const saved = await send(port, {
       method: 'PUT',
       path: '/user/alice/api/contents/n.txt',

@@ -89,6 +89,20 @@ describe('#loadStoreSettings()', () => {
     expect(storageMode(settings)).toBe('s3');
   });
 
+  test('clone_buckets: unset by default (any bucket), else a list from a flag or a file', () => {
+    expect(loadStoreSettings({ env }).settings.clone_buckets).toBeUndefined();
+    const fromFlag = loadStoreSettings({ env, flags: { clone_buckets: ' shared-a, shared.b ' } });
+    expect(fromFlag.settings.clone_buckets).toEqual(['shared-a', 'shared.b']);
+    const fromJson = loadStoreSettings({ env, flags: { clone_buckets: '["shared-a"]' } });
+    expect(fromJson.settings.clone_buckets).toEqual(['shared-a']);
+    // Set but empty: no bucket besides object_bucket.
+    expect(loadStoreSettings({ env, flags: { clone_buckets: '' } }).settings.clone_buckets).toEqual(
+      []
+    );
+    writeConfig(join(home, 'user'), { clone_buckets: ['from-config'] });
+    expect(loadStoreSettings({ env }).settings.clone_buckets).toEqual(['from-config']);
+  });
+
   test('command-line values are coerced as traitlets would', () => {
     const { settings } = loadStoreSettings({
       env,
@@ -110,6 +124,8 @@ describe('#loadStoreSettings()', () => {
     [{ enable_object_cloning: 'maybe' }, /enable_object_cloning .*true or false/],
     [{ object_checksums: 'sometimes' }, /object_checksums/],
     [{ object_access_key_id: 'AKIAEXAMPLE' }, /object_secret_access_key .*both/],
+    [{ clone_buckets: 'ok-bucket,Not_A_Bucket' }, /clone_buckets .*bucket names/],
+    [{ clone_buckets: '["ok-bucket", 3]' }, /clone_buckets/],
     [{ no_such_setting: '1' }, /no_such_setting .*not a setting/]
   ])('%j stops start-up with the field and the reason', (flags, message) => {
     expect(() => loadStoreSettings({ env, flags })).toThrow(SettingsError);

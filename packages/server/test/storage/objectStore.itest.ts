@@ -662,6 +662,112 @@ describe.each<StoreKind>(['embedded', 'minio', 'versitygw'])('object store: %s',
     });
   });
 
+  describe('#listVersionPage()', () => {
+    /** Every page from the first, `limit` at a time: the ids, and how many pages it took. */
+    async function pageThrough(
+      key: string,
+      limit: number,
+      between?: () => Promise<void>
+    ): Promise<{ ids: string[]; pages: number }> {
+      const ids: string[] = [];
+      let after: string | undefined;
+      let pages = 0;
+      do {
+        const page = await store.listVersionPage(bucket, key, { limit, after });
+        expect(page.versions.length).toBeLessThanOrEqual(limit);
+        expect(page.versions.length).toBeGreaterThan(0);
+        ids.push(...page.versions.map(version => version.versionId));
+        after = page.next;
+        pages++;
+        if (after !== undefined) await between?.();
+      } while (after !== undefined && pages < 50);
+      expect(after).toBeUndefined();
+      return { ids, pages };
+    }
+
+    it('pages through every version of exactly the key once, newest first, without an empty last page', async () => {
+      const key = freshKey();
+      const written: string[] = [];
+      for (let index = 0; index < 11; index++) {
+        written.push((await store.put(bucket, key, Buffer.from(`v${index}`))).versionId!);
+        // A delete marker among the versions is skipped, not listed.
+        if (index === 4) await store.deleteObject(bucket, key);
+      }
+      await store.put(bucket, `${key}.bak`, Buffer.from('a neighbour the prefix also matches'));
+      const newestFirst = [...written].reverse();
+      for (const limit of [1, 3, 10, 11, 1000]) {
+        const { ids, pages } = await pageThrough(key, limit);
+        expect({ limit, ids }).toEqual({ limit, ids: newestFirst });
+        expect({ limit, pages }).toEqual({ limit, pages: Math.ceil(11 / limit) });
+      }
+      const first = await store.listVersionPage(bucket, key, { limit: 2 });
+      expect(first.versions.map(version => version.isLatest)).toEqual([true, false]);
+      expect(first.versions.every(version => !version.deleteMarker)).toBe(true);
+    });
+
+    it('resumes after its last version: versions written meanwhile neither repeat nor shift a page', async () => {
+      const key = freshKey();
+      const written: string[] = [];
+      for (let index = 0; index < 6; index++) {
+        written.push((await store.put(bucket, key, Buffer.from(`v${index}`))).versionId!);
+      }
+      const { ids } = await pageThrough(key, 2, async () => {
+        await store.put(bucket, key, Buffer.from('written while paging'));
+      });
+      expect(ids).toEqual([...written].reverse());
+    });
+
+    it('lists delete markers when asked, so the newest entry tells a deleted key', async () => {
+      const key = freshKey();
+      await store.put(bucket, key, Buffer.from('one'));
+      await store.put(bucket, key, Buffer.from('two'));
+      const marker = await store.deleteObject(bucket, key);
+      const newest = await store.listVersionPage(bucket, key, {
+        limit: 1,
+        includeDeleteMarkers: true
+      });
+      expect(newest.versions).toHaveLength(1);
+      expect(newest.versions[0]).toMatchObject({ deleteMarker: true, isLatest: true, size: 0 });
+      if (marker.versionId !== null) expect(newest.versions[0].versionId).toBe(marker.versionId);
+      expect(newest.next).toEqual(expect.any(String));
+      const versions = await store.listVersionPage(bucket, key, { limit: 10 });
+      expect(versions.versions).toHaveLength(2);
+      expect(versions.versions.some(version => version.isLatest)).toBe(false);
+      expect(versions.next).toBeUndefined();
+    });
+
+    it('a key never written is one empty page', async () => {
+      expect(await store.listVersionPage(bucket, freshKey(), { limit: 5 })).toEqual({
+        versions: []
+      });
+    });
+  });
+
+  describe('#get() with maxBytes', () => {
+    it('refuses a larger object as too-large, reads one at the limit, and the store stays usable', async () => {
+      const key = freshKey('big.bin');
+      const body = randomBytes(3 * 1024 * 1024);
+      const written = await store.put(bucket, key, body);
+      const refused = await failure(
+        store.get(bucket, key, undefined, { maxBytes: body.length - 1 })
+      );
+      expect(refused.kind).toBe('too-large');
+      expect(refused.code).toBe('TooLarge');
+      expect(refused.retryable).toBe(false);
+      const byVersion = await failure(
+        store.get(bucket, key, written.versionId!, { maxBytes: 1024 })
+      );
+      expect(byVersion.kind).toBe('too-large');
+      const fits = await store.get(bucket, key, undefined, { maxBytes: body.length });
+      expect(fits.body.equals(body)).toBe(true);
+      // Aborted reads leave no connection of the pool stuck.
+      for (let round = 0; round < 20; round++) {
+        await failure(store.get(bucket, key, undefined, { maxBytes: 10 }));
+      }
+      expect((await store.get(bucket, key)).body.equals(body)).toBe(true);
+    });
+  });
+
   describe('#listLatest()', () => {
     it('lists every key below the prefix whose latest entry is an object, with its latest size and ETag', async () => {
       const base = freshKey('dir');

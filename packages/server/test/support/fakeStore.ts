@@ -3,7 +3,8 @@ import {
   ObjectStoreError,
   type IObjectStore,
   type IObjectSummary,
-  type IObjectVersion
+  type IObjectVersion,
+  type IObjectVersionPage
 } from '../../src/storage/objectStore';
 
 /** An in-memory versioned store whose next calls can be made to fail. */
@@ -83,6 +84,10 @@ export class FakeStore implements IObjectStore {
 
   async listVersions(): Promise<IObjectVersion[]> {
     return [];
+  }
+
+  async listVersionPage(): Promise<IObjectVersionPage> {
+    return { versions: [] };
   }
 
   async *listLatest(_bucket: string, prefix: string): AsyncIterable<IObjectSummary> {

@@ -3,8 +3,11 @@
  * one node:http server (HTTP and websockets on the same listener, on a loopback TCP port or a
  * unix socket) whose answers make what the gateway did to a request visible.
  *
- * - `GET {base}api/me`: 200 `{"identity":{"username":"u"}}` for `Authorization: token good` or
- *   the cookie `login=ok`, else 403; hits are counted, and `meStatus` forces another status.
+ * - `GET {base}api/me`: 200 `{"identity":{"username":"u"},"permissions":…}` for
+ *   `Authorization: token good` or the cookie `login=ok` (for anyone with `anonymous`, as a
+ *   Jupyter without a token), else 403; `permissions` holds the asked actions (`?permissions=`)
+ *   that `authorize` allows (all by default, as Jupyter's default authorizer). Hits are counted,
+ *   and `meStatus` forces another status.
  * - `{base}test/stream?key=K`: writes `chunk-1`, waits for `release(K)`, writes `chunk-2`, ends.
  * - `{base}test/hold?key=K`: answers 200 only once `release(K)` is called.
  * - `{base}test/hang`: sends headers and a first chunk, then never finishes.
@@ -97,6 +100,10 @@ export class FakeUpstream {
   meHits = 0;
   /** When set, `api/me` answers this status (with an empty JSON object) whatever the caller. */
   meStatus: number | undefined;
+  /** Answer `api/me` for callers without credentials too (a server with no token). */
+  anonymous = false;
+  /** Which asked actions `api/me` grants; every one by default. */
+  authorize: (resource: string, action: string) => boolean = () => true;
   /** Where the backend listens (set by `listen`). */
   address: UpstreamAddress | undefined;
 
@@ -238,9 +245,24 @@ export class FakeUpstream {
       return;
     }
     const cookies = (request.headers.cookie ?? '').split(';').map(c => c.trim());
-    const ok = request.headers.authorization === 'token good' || cookies.includes('login=ok');
-    if (ok) send(200, { identity: FAKE_IDENTITY, permissions: {} });
-    else send(403, { message: 'Forbidden', reason: null });
+    const ok =
+      this.anonymous ||
+      request.headers.authorization === 'token good' ||
+      cookies.includes('login=ok');
+    if (!ok) {
+      send(403, { message: 'Forbidden', reason: null });
+      return;
+    }
+    const asked = new URL(request.url ?? '/', 'http://backend.invalid').searchParams.get(
+      'permissions'
+    );
+    const permissions: Record<string, string[]> = {};
+    for (const [resource, actions] of Object.entries(
+      JSON.parse(asked || '{}') as Record<string, string[]>
+    )) {
+      permissions[resource] = actions.filter(action => this.authorize(resource, action));
+    }
+    send(200, { identity: FAKE_IDENTITY, permissions });
   }
 
   private _echo(request: http.IncomingMessage, response: http.ServerResponse): void {
