@@ -5,6 +5,7 @@
  * never inflated, our answers carry Jupyter's nosniff and CSP headers, and an early refusal of
  * the upstream reaches the client with its own status. Every wait is bounded.
  */
+import { spawnSync } from 'node:child_process';
 import * as http from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import * as net from 'node:net';
@@ -16,6 +17,7 @@ import { Gateway } from '../../src/gateway/gateway';
 import { createLogger } from '../../src/gateway/logger';
 import type { UpstreamAddress } from '../../src/gateway/upstream';
 import { FakeUpstream } from '../support/fakeUpstream';
+import { CLI } from '../support/gateway';
 
 jest.setTimeout(60_000);
 
@@ -290,5 +292,17 @@ describe("the upstream's own answer", () => {
       message: 'The Jupyter server behind jupyter-store closed the connection without answering',
       reason: 'upstream closed'
     });
+  });
+});
+
+describe('servers the product starts', () => {
+  it('has no unauthenticated contents server any more: `jupyter-store contents` is unknown', () => {
+    const result = spawnSync(process.execPath, [CLI, 'contents', '--port', '0'], {
+      encoding: 'utf8',
+      timeout: 20_000
+    });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain("unknown command 'contents'");
+    expect(result.stdout).not.toContain('http://');
   });
 });
