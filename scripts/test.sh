@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --browser --object-servers --ecosystem
+# Node, npm and npx are the venv's (Node 24) for every command below and what it starts.
+# shellcheck source=scripts/node-env.sh
+. scripts/node-env.sh
 printf '\033[1m==> %s\033[0m\n' "Linting"
 npm run --silent lint
 printf '\033[1m==> %s\033[0m\n' "Running the tests"

@@ -3,6 +3,8 @@
  * real JupyterLab behind the real jupyter-store gateway, with a real MinIO (see
  * `support/globalSetup.ts`). Run by `bash scripts/test.sh`, or alone with `npm run test:ui`.
  */
+// First: on a Node older than package.json's engines, stop with a message that says what to do.
+import '../scripts/require-node.cjs';
 import { defineConfig } from '@playwright/test';
 import * as path from 'node:path';
 // eslint-disable-next-line @typescript-eslint/no-require-imports

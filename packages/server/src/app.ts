@@ -60,8 +60,8 @@ export function normalizeBaseUrl(baseUrl: string): string {
 /**
  * The notary of a long-running server: Jupyter's shared secret and database, with the database
  * kept off the request path (see CachingSignatureStore) and out of the server's thread (see
- * WorkerSignatureStore: WebAssembly SQLite in the main isolate made V8 collect its heap far more
- * often, and its SQL blocked the event loop). Nothing of SQLite loads before trust is consulted.
+ * WorkerSignatureStore: SQLite's calls are synchronous and its commits wait for the disk, which
+ * would stall the event loop). Nothing of SQLite loads before trust is consulted.
  */
 export function createNotary(dataDir: string): NotebookNotary {
   const dbFile = path.join(dataDir, 'nbsignatures.db');

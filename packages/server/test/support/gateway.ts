@@ -20,6 +20,13 @@ export type IGatewayRecord = ILiveServerRecord;
 export interface IGatewayProcessOptions {
   /** `lab` (default) or `serve`. */
   command?: 'lab' | 'serve';
+  /**
+   * The program and its first arguments, before the command: an installed `jupyter-store`, or
+   * `[jupyter, 'store']`. Default: this checkout's built CLI with this Node. The runtime record is
+   * looked for under the pid of the process started, so the program must exec the gateway in
+   * place (the pip-installed command and `jupyter store` do).
+   */
+  program?: readonly string[];
   /** Flags after the command; `--port 0 --root-dir …` are added unless given. */
   args?: string[];
   /** Served directory; a new temporary one by default (removed by `stop()`). */
@@ -66,7 +73,10 @@ export function labDefaults(): string[] {
 export async function startGatewayProcess(
   options: IGatewayProcessOptions = {}
 ): Promise<IGatewayProcess> {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run 'npm run build' first`);
+  const program = options.program ?? [process.execPath, CLI];
+  if (!options.program && !existsSync(CLI)) {
+    throw new Error(`${CLI} is missing: run 'npm run build' first`);
+  }
   const stateDir = await mkdtemp(join(tmpdir(), 'gateway-state-'));
   const state = {
     home: join(stateDir, 'home'),
@@ -87,7 +97,7 @@ export async function startGatewayProcess(
   if (!flags.includes('--port')) flags.push('--port', '0');
   if (!flags.includes('--root-dir')) flags.push('--root-dir', rootDir);
   if (!flags.includes('--ip')) flags.push('--ip', '127.0.0.1');
-  const child = spawn(process.execPath, [CLI, command, ...flags, ...extra], {
+  const child = spawn(program[0], [...program.slice(1), command, ...flags, ...extra], {
     cwd: rootDir,
     env: { ...isolatedEnv(state), ...options.env },
     stdio: ['ignore', 'pipe', 'pipe']

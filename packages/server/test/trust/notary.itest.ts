@@ -1,13 +1,16 @@
 /**
  * Trust interoperability with the real nbformat (the project venv's Python): notebooks signed by
  * either side are trusted by the other, tampering is caught by both, both write the same
- * database in turn, and a Python transaction in progress is waited for rather than trampled.
+ * database in turn and at the same time, a Python transaction in progress is waited for rather
+ * than trampled, a journal left by a crashed Python is rolled back, and a database Python keeps
+ * locked does not fail a save.
  */
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { ContentsManager } from '../../src/contents/manager';
 import { parsePythonJson } from '../../src/contents/nbformat/pyjson';
 import {
   NOTARY_ALGORITHMS,
@@ -154,9 +157,10 @@ def handle(cmd, args):
         }
         db.close()
     elif cmd == "hold":
-        # Keep a write transaction open on the shared database, as a busy Python would.
+        # Keep a transaction open on the shared database, as a busy Python would: IMMEDIATE lets
+        # others read meanwhile, EXCLUSIVE keeps everyone out.
         db = sqlite3.connect(args["dbFile"], isolation_level=None)
-        db.execute("BEGIN IMMEDIATE")
+        db.execute("BEGIN " + args.get("mode", "IMMEDIATE"))
         db.execute("INSERT INTO nbsignatures (algorithm, signature, last_seen) VALUES ('sha256', 'held', ?)",
                    (datetime.datetime.now(tz=datetime.timezone.utc).isoformat(),))
         print("holding", flush=True)
@@ -164,6 +168,18 @@ def handle(cmd, args):
         db.execute("COMMIT")
         db.close()
         result = "done"
+    elif cmd == "hammer":
+        # Sign and check notebooks' worth of signatures in a loop for a while, as a busy Jupyter.
+        with notary(args) as n:
+            store = n.store
+            deadline = time.time() + args["seconds"]
+            i = 0
+            while time.time() < deadline:
+                digest = "py-%d-%s" % (i, args["tag"])
+                store.store_signature(digest, "sha256")
+                assert store.check_signature(digest, "sha256")
+                i += 1
+        result = i
     elif cmd == "crash":
         # Die in the middle of a large write, leaving a hot journal and a half-written database.
         db = sqlite3.connect(args["dbFile"])
@@ -436,39 +452,101 @@ describe('trust shared with nbformat', () => {
     expect(ours.rows).toHaveLength(23);
   });
 
-  it('waits for a Python write transaction instead of trampling it', async () => {
+  it('waits for Python transactions instead of trampling them', async () => {
     const dataDir = path.join(tmp, 'concurrent');
     const dbFile = path.join(dataDir, 'nbsignatures.db');
-    const files = await generate(path.join(tmp, 'concurrent-nbs'), 3, 6);
+    const files = await generate(path.join(tmp, 'concurrent-nbs'), 4, 6);
     await py('sign', { dataDir, files: [files[0]] });
 
     // A patient notary signs once Python commits.
-    const holder = holdTransaction(dbFile, 1.5);
+    const holder = holdTransaction(dbFile, 1.5, 'IMMEDIATE');
     await holder.ready;
-    const started = Date.now();
+    let started = Date.now();
     await ourSign(dataDir, [files[1]]);
     expect(Date.now() - started).toBeGreaterThan(800);
     await holder.done;
 
-    // An impatient one gives up: the check answers untrusted, the signing rejects.
-    const holder2 = holdTransaction(dbFile, 2);
-    await holder2.ready;
+    // An impatient one, while Python writes: checking only reads, so it is answered at once
+    // (without refreshing last_seen); signing gives up after its busy timeout.
     const impatient = new NotebookNotary({ dataDir, busyTimeoutMs: 300 });
-    expect(await impatient.checkSignature(readNotebook(files[0]))).toBe(false);
+    const holder2 = holdTransaction(dbFile, 2, 'IMMEDIATE');
+    await holder2.ready;
+    started = Date.now();
+    expect(await impatient.checkSignature(readNotebook(files[0]))).toBe(true);
+    expect(Date.now() - started).toBeLessThan(250);
     await expect(impatient.sign(readNotebook(files[2]))).rejects.toBeInstanceOf(
       SignatureStoreBusyError
     );
     await holder2.done;
+
+    // BEGIN EXCLUSIVE keeps even readers out: the impatient check answers untrusted, a patient
+    // one waits and answers trusted, and signing waits too.
+    const holder3 = holdTransaction(dbFile, 1.5, 'EXCLUSIVE');
+    await holder3.ready;
+    expect(await impatient.checkSignature(readNotebook(files[0]))).toBe(false);
+    const patient = new NotebookNotary({ dataDir });
+    started = Date.now();
+    const [checked] = await Promise.all([
+      patient.checkSignature(readNotebook(files[1])),
+      patient.sign(readNotebook(files[3]))
+    ]);
+    expect(checked).toBe(true);
+    expect(Date.now() - started).toBeGreaterThan(600);
+    await holder3.done;
+    await patient.close();
     expect(await impatient.checkSignature(readNotebook(files[0]))).toBe(true);
     await impatient.close();
 
     const db = await py<{ integrity: unknown; rows: unknown[][] }>('db', { dbFile });
     expect(db.integrity).toEqual([['ok']]);
-    expect(db.rows.map(row => row[2]).filter(sig => sig === 'held')).toHaveLength(2);
-    expect(await py<boolean[]>('check', { dataDir, files })).toEqual([true, true, false]);
+    expect(db.rows.map(row => row[2]).filter(sig => sig === 'held')).toHaveLength(3);
+    expect(await py<boolean[]>('check', { dataDir, files })).toEqual([true, true, false, true]);
   });
 
-  it('stays away from a journal left by a crashed Python until Python replays it', async () => {
+  it('signs and checks at the same time as Python, both sides seeing every signature', async () => {
+    const dataDir = path.join(tmp, 'both-at-once');
+    const dbFile = path.join(dataDir, 'nbsignatures.db');
+    await py('sign', { dataDir, files: [] });
+    // Two Python processes and this one, writing the same database for three seconds.
+    const python = [1, 2].map(tag => {
+      const child = spawn(PYTHON, [helperFile, 'hammer'], { env: pythonEnv() });
+      child.stdin.end(JSON.stringify({ dataDir, seconds: 3, tag }));
+      let out = '';
+      let err = '';
+      child.stdout.on('data', chunk => (out += chunk));
+      child.stderr.on('data', chunk => (err += chunk));
+      return new Promise<number>((resolve, reject) =>
+        child.on('exit', code =>
+          code === 0 ? resolve(JSON.parse(out) as number) : reject(new Error(err))
+        )
+      );
+    });
+    const notary = new NotebookNotary({ dataDir });
+    const ours: string[] = [];
+    const until = Date.now() + 3000;
+    while (Date.now() < until) {
+      const digest = `node-${ours.length}`;
+      await notary.store.storeSignature(digest, 'sha256');
+      expect(await notary.store.checkSignature(digest, 'sha256')).toBe(true);
+      ours.push(digest);
+    }
+    const counts = await Promise.all(python);
+    await notary.close();
+    expect(ours.length).toBeGreaterThan(10);
+    expect(counts.every(count => count > 10)).toBe(true);
+
+    const db = await py<{ integrity: unknown; rows: unknown[][] }>('db', { dbFile });
+    expect(db.integrity).toEqual([['ok']]);
+    const stored = new Set(db.rows.map(row => row[2] as string));
+    expect(stored.size).toBe(db.rows.length);
+    expect(ours.filter(digest => !stored.has(digest))).toEqual([]);
+    for (const [i, tag] of [1, 2].entries()) {
+      const theirs = Array.from({ length: counts[i] }, (_, n) => `py-${n}-${tag}`);
+      expect(theirs.filter(digest => !stored.has(digest))).toEqual([]);
+    }
+  });
+
+  it('rolls back a journal left by a crashed Python, as Python would', async () => {
     const dataDir = path.join(tmp, 'crashed');
     const dbFile = path.join(dataDir, 'nbsignatures.db');
     const files = await generate(path.join(tmp, 'crashed-nbs'), 2, 7);
@@ -483,26 +561,78 @@ describe('trust shared with nbformat', () => {
 
     const warnings: string[] = [];
     const notary = new NotebookNotary({ dataDir, busyTimeoutMs: 300, warn: m => warnings.push(m) });
-    // node-sqlite3-wasm cannot replay the journal, so it must not read the half-written file.
-    expect(await notary.checkSignature(readNotebook(files[0]))).toBe(false);
-    expect(warnings.join('\n')).toMatch(/crashed SQLite writer/);
-    // The same leftover journal is not waited for again.
-    const started = Date.now();
-    await expect(notary.sign(readNotebook(files[1]))).rejects.toBeInstanceOf(
-      SignatureStoreBusyError
-    );
-    expect(Date.now() - started).toBeLessThan(200);
-    expect(fs.existsSync(`${dbFile}.bak`)).toBe(false);
-
-    // Python replays the journal on its next read; then both sides work on the intact database.
-    expect(await py<boolean[]>('check', { dataDir, files })).toEqual([true, false]);
-    expect(fs.existsSync(`${dbFile}-journal`)).toBe(false);
+    // The first reader (we) rolls the half-written transaction back, and reads the intact file.
     expect(await notary.checkSignature(readNotebook(files[0]))).toBe(true);
+    expect(fs.existsSync(`${dbFile}-journal`)).toBe(false);
     await notary.sign(readNotebook(files[1]));
     await notary.close();
+    expect(warnings).toEqual([]);
+    expect(fs.existsSync(`${dbFile}.bak`)).toBe(false);
+
+    expect(await py<boolean[]>('check', { dataDir, files })).toEqual([true, true]);
     const db = await py<{ integrity: unknown; rows: unknown[] }>('db', { dbFile });
     expect(db.integrity).toEqual([['ok']]);
     expect(db.rows).toHaveLength(2);
+  });
+
+  it('saves a notebook while Python keeps the database locked, unsigned rather than failed', async () => {
+    const dataDir = path.join(tmp, 'locked-save');
+    const dbFile = path.join(dataDir, 'nbsignatures.db');
+    const root = path.join(tmp, 'locked-save-root');
+    fs.mkdirSync(root, { recursive: true });
+    await py('sign', { dataDir, files: [] });
+    const logged: string[] = [];
+    const manager = new ContentsManager({
+      rootDir: root,
+      notary: new NotebookNotary({ dataDir, busyTimeoutMs: 300 }),
+      log: message => logged.push(message)
+    });
+    const content = {
+      nbformat: 4,
+      nbformat_minor: 5,
+      metadata: {},
+      cells: [
+        {
+          cell_type: 'code',
+          id: 'c1',
+          execution_count: 1,
+          metadata: { trusted: true },
+          source: '1+1',
+          outputs: [
+            {
+              output_type: 'execute_result',
+              execution_count: 1,
+              metadata: {},
+              data: { 'text/html': '<b>2</b>', 'text/plain': '2' }
+            }
+          ]
+        }
+      ]
+    };
+    const holder = holdTransaction(dbFile, 3, 'EXCLUSIVE');
+    await holder.ready;
+    const started = Date.now();
+    // The manager takes the cells' `trusted` flags off the model it is given: a copy each time.
+    const model = await manager.save('locked.ipynb', {
+      type: 'notebook',
+      content: JSON.parse(JSON.stringify(content))
+    });
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(model).toMatchObject({ name: 'locked.ipynb', type: 'notebook' });
+    expect(fs.existsSync(path.join(root, 'locked.ipynb'))).toBe(true);
+    expect(logged.join('\n')).toMatch(/could not sign locked\.ipynb; it stays untrusted/);
+    await holder.done;
+    // Once Python lets go, the next save signs it.
+    logged.length = 0;
+    await manager.save('locked.ipynb', {
+      type: 'notebook',
+      content: JSON.parse(JSON.stringify(content))
+    });
+    expect(logged).toEqual([]);
+    expect(
+      await py<boolean[]>('check', { dataDir, files: [path.join(root, 'locked.ipynb')] })
+    ).toEqual([true]);
+    await manager.close();
   });
 
   it('finds the same Jupyter data directory as jupyter_core', async () => {
@@ -525,13 +655,17 @@ describe('trust shared with nbformat', () => {
   });
 });
 
-/** Start the helper's `hold` command; `ready` once the transaction is open, `done` at exit. */
+/**
+ * Start the helper's `hold` command (a row inserted in a transaction begun with `mode`, committed
+ * after `seconds`); `ready` once the transaction is open, `done` at exit.
+ */
 function holdTransaction(
   dbFile: string,
-  seconds: number
+  seconds: number,
+  mode: 'IMMEDIATE' | 'EXCLUSIVE'
 ): { ready: Promise<void>; done: Promise<void> } {
   const child = spawn(PYTHON, [helperFile, 'hold'], { env: pythonEnv() });
-  child.stdin.end(JSON.stringify({ dbFile, seconds }));
+  child.stdin.end(JSON.stringify({ dbFile, seconds, mode }));
   let stderr = '';
   child.stderr.on('data', chunk => (stderr += chunk));
   const ready = new Promise<void>((resolve, reject) => {

@@ -1,7 +1,7 @@
 /**
  * The signature database in a worker thread (WorkerSignatureStore): the same answers, rows and
  * errors as the SQLite store it runs, read by Python's sqlite3 and nbformat, with crash and close
- * handled, and no WebAssembly SQLite in the calling isolate.
+ * handled, and no SQLite in the calling thread.
  *
  * An integration test because the worker runs the built `lib/` (there is no JavaScript in `src/`
  * for a worker to load); the test command builds first.
@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import type { Worker } from 'node:worker_threads';
 import { createNotary } from '../../src/app';
 import {
@@ -56,6 +57,21 @@ function steppingClock(start = Date.UTC(2024, 0, 2, 3, 4, 5, 600)): () => Date {
 
 function exited(worker: Worker): Promise<number> {
   return new Promise(resolve => worker.once('exit', resolve));
+}
+
+/**
+ * A transaction that keeps everyone else out of the database (`BEGIN EXCLUSIVE`, as a busy Python
+ * can), on a connection of this thread, until `release`.
+ */
+function lockDatabase(): { release: () => void } {
+  const db = new DatabaseSync(dbFile);
+  db.exec('BEGIN EXCLUSIVE');
+  return {
+    release: () => {
+      db.exec('ROLLBACK');
+      db.close();
+    }
+  };
 }
 
 /** Until the call has reached the worker and is waiting for the locked database. */
@@ -218,7 +234,7 @@ describe('WorkerSignatureStore', () => {
   it('rejects with SignatureStoreBusyError, across the thread boundary', async () => {
     const store = workerStore({ busyTimeoutMs: 150 });
     await store.storeSignature('d', 'sha256');
-    fs.mkdirSync(`${dbFile}.lock`);
+    const lock = lockDatabase();
     const error = await store.storeSignature('e', 'sha256').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SignatureStoreBusyError);
     expect(error).toMatchObject({ name: 'SignatureStoreBusyError', dbFile });
@@ -226,7 +242,7 @@ describe('WorkerSignatureStore', () => {
     expect((error as Error).message).toMatch(/stayed locked for \d+ ms/);
     // The stack says where in the worker it was raised.
     expect((error as Error).stack).toMatch(/signatureStore\.js/);
-    fs.rmdirSync(`${dbFile}.lock`);
+    lock.release();
     expect(await store.checkSignature('e', 'sha256')).toBe(false);
   });
 
@@ -240,7 +256,7 @@ describe('WorkerSignatureStore', () => {
     await store.storeSignature('d', 'sha256');
     const worker = store.worker as Worker;
     const exit = exited(worker);
-    fs.mkdirSync(`${dbFile}.lock`);
+    const lock = lockDatabase();
     const pending = store.checkSignature('d', 'sha256').catch((error: unknown) => error);
     await settle();
     const started = Date.now();
@@ -255,13 +271,14 @@ describe('WorkerSignatureStore', () => {
     await store.close();
     // No new worker was started for the calls after close.
     expect(store.worker).toBeUndefined();
+    lock.release();
   });
 
   it('fails the pending calls of a worker that dies, and starts a new one on the next call', async () => {
     const store = workerStore({ busyTimeoutMs: 30_000 });
     await store.storeSignature('d', 'sha256');
     const first = store.worker as Worker;
-    fs.mkdirSync(`${dbFile}.lock`);
+    const lock = lockDatabase();
     const pending = [store.storeSignature('e', 'sha256'), store.checkSignature('d', 'sha256')].map(
       call => call.catch((error: unknown) => error)
     );
@@ -274,7 +291,7 @@ describe('WorkerSignatureStore', () => {
     }
     expect(store.worker).toBeUndefined();
 
-    fs.rmdirSync(`${dbFile}.lock`);
+    lock.release();
     expect(await store.checkSignature('d', 'sha256')).toBe(true);
     await store.storeSignature('f', 'sha256');
     expect(store.worker).toBeDefined();
@@ -283,32 +300,38 @@ describe('WorkerSignatureStore', () => {
     expect(db.rows.map(row => row[1])).toEqual(['d', 'f']);
   });
 
-  it('keeps WebAssembly SQLite out of the calling isolate and the process alive only while a call is pending', () => {
+  it('keeps SQLite out of the calling thread, warns about nothing, and keeps the process alive only while a call is pending', () => {
     // A fresh process on the built lib, as the gateway runs: the server's notary, then a call
     // that waits for a locked database while nothing else keeps the process alive. It never
-    // closes anything, and must still exit on its own once the answers are in.
+    // closes anything, and must still exit on its own once the answers are in. Its stderr must
+    // stay empty: no ExperimentalWarning about node:sqlite either.
     const script = String.raw`
       const fs = require('node:fs');
       const path = require('node:path');
       const [lib, dataDir] = process.argv.slice(1);
       const { createNotary } = require(path.join(lib, 'app.js'));
       const { WorkerSignatureStore } = require(path.join(lib, 'contents', 'trust'));
-      const loaded = () => Object.keys(require.cache).filter(key => key.includes('node-sqlite3-wasm'));
+      const loaded = () => process.moduleLoadList.filter(name => /\bsqlite\b/i.test(name));
       const notebook = { cells: [], metadata: {}, nbformat: 4, nbformat_minor: 5 };
       const other = { cells: [], metadata: { other: true }, nbformat: 4, nbformat_minor: 5 };
       (async () => {
         const notary = createNotary(dataDir);
         await notary.sign(notebook);
         const trusted = [await notary.checkSignature(notebook), await notary.checkSignature(other)];
+        const inThisThread = loaded();
+        // Now this thread may load SQLite too: to lock the database as a busy Python would.
         const dbFile = path.join(dataDir, 'nbsignatures.db');
-        fs.mkdirSync(dbFile + '.lock');
+        const { DatabaseSync } = require('node:sqlite');
+        const lock = new DatabaseSync(dbFile);
+        lock.exec('BEGIN EXCLUSIVE');
         const store = new WorkerSignatureStore({ dbFile, busyTimeoutMs: 500 });
         store.checkSignature('x', 'sha256').catch(error => {
-          fs.rmdirSync(dbFile + '.lock');
+          lock.exec('ROLLBACK');
+          lock.close();
           process.stdout.write(JSON.stringify({
             trusted,
             busy: error.name,
-            wasm: loaded(),
+            sqlite: inThisThread,
             rows: fs.statSync(dbFile).size > 0
           }) + '\n');
         });
@@ -327,7 +350,7 @@ describe('WorkerSignatureStore', () => {
     expect(JSON.parse(child.stdout)).toEqual({
       trusted: [true, false],
       busy: 'SignatureStoreBusyError',
-      wasm: [],
+      sqlite: [],
       rows: true
     });
     // It exited when the work was done, not at the timeout.

@@ -18,8 +18,6 @@ export {
   MemorySignatureStore,
   SQLiteSignatureStore,
   SignatureStoreBusyError,
-  countLocksOnInode,
-  foreignTransactionVisible,
   pythonUtcIsoformat,
   type ISignatureStore
 } from './signatureStore';

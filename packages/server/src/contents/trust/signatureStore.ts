@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Database } from 'node-sqlite3-wasm';
+import type { DatabaseSync } from 'node:sqlite';
 
 /**
  * Where notebook signatures are remembered: the same SQLite database that nbformat's
@@ -107,29 +107,24 @@ function memoryKey(digest: string, algorithm: string): string {
  * one created, or an in-memory database for the rest of the session if that fails too).
  *
  * #### Notes
- * SQLite here is WebAssembly (`node-sqlite3-wasm`). Its file layer cannot take the POSIX
- * byte-range locks that every native SQLite, Python's included, coordinates with; it locks by
- * creating a `<db>.lock` directory, which only other node-sqlite3-wasm processes see. It also
- * never replays a hot journal (its "is a reserved lock held?" test sees its own lock directory),
- * so it reads a half-written database as if it were whole. Left alone the two sides corrupt each
- * other: our writes land in the middle of Python's transactions and truncate its `-journal`, and
- * Python "recovers" our journal while we are still committing. So this store:
+ * SQLite here is Node's own (`node:sqlite`): a native SQLite that takes the same POSIX locks and
+ * keeps the same rollback journal as Python's, and rolls back a journal left by a crashed writer,
+ * so the two coordinate as any two SQLite processes do. On top of that:
  *
- * - opens the database for one short synchronous transaction per operation and closes it again,
- *   so nothing of ours is held between operations, and a database that Python deletes
- *   (`jupyter trust --reset`) or renames (corruption recovery) is picked up at once instead of
- *   being written through an orphaned handle;
- * - right before beginning and again right before committing, looks for a Python transaction:
- *   a `-journal` file, or on Linux any lock on the file in `/proc/locks`. If there is one it
- *   waits (up to `busyTimeoutMs`, 5 s as Python's sqlite3) and starts over; a check that already
- *   has its answer returns it and only skips refreshing `last_seen`;
- * - keeps its own rollback journal in memory (`journal_mode=MEMORY`), so that there is never a
- *   journal of ours for Python to find.
+ * - the database is opened for each operation and closed again, so nothing of ours is held
+ *   between operations, and a database that Python deletes (`jupyter trust --reset`) or renames
+ *   (corruption recovery) is picked up at once instead of being written through an orphaned
+ *   handle;
+ * - SQLite itself never waits for a lock (no busy timeout: it would sleep in the calling thread).
+ *   An operation that finds the database locked is rolled back and started over after a short
+ *   asynchronous pause, for up to `busyTimeoutMs` (5 s, as Python's sqlite3), then fails with
+ *   {@link SignatureStoreBusyError};
+ * - a check only reads, so it is held up only while another process commits or holds
+ *   `BEGIN EXCLUSIVE`, not by a write transaction in progress; it then refreshes `last_seen` of a
+ *   hit if the write lock is free at once, and otherwise leaves it (it only orders culling).
  *
- * What remains is a window of microseconds per operation in which a Python process that starts
- * a transaction right then can read pages we are writing (it gets a transient "malformed"
- * error). A journal left by a crashed Python blocks us until a native SQLite replays it; after
- * the first timeout we stop waiting for that same journal and fail at once.
+ * Every call runs synchronously, and a commit waits for the disk (fsync, milliseconds), so the
+ * gateway runs this store in a worker thread (see `WorkerSignatureStore`).
  */
 export class SQLiteSignatureStore implements ISignatureStore {
   /** @param options - the database file (or `:memory:`) and tuning. */
@@ -137,7 +132,6 @@ export class SQLiteSignatureStore implements ISignatureStore {
     this.dbFile = options.dbFile;
     this.cacheSize = options.cacheSize ?? DEFAULT_CACHE_SIZE;
     this.busyTimeoutMs = options.busyTimeoutMs ?? 5000;
-    this.staleLockMs = options.staleLockMs ?? 10_000;
     this.now = options.now ?? (() => new Date());
     this.warn = options.warn ?? (message => console.warn(message));
     if (this.dbFile === ':memory:') this.openMemoryDatabase();
@@ -151,135 +145,113 @@ export class SQLiteSignatureStore implements ISignatureStore {
 
   /** Insert the signature, or refresh its `last_seen`; then cull if over `cacheSize`. */
   async storeSignature(digest: string, algorithm: string): Promise<void> {
-    await this.withDatabase(false, db => {
-      const stamp = pythonUtcIsoformat(this.now());
-      if (!refresh(db, digest, algorithm, stamp)) {
-        db.run('INSERT INTO nbsignatures (algorithm, signature, last_seen) VALUES (?, ?, ?)', [
-          algorithm,
-          digest,
-          stamp
-        ]);
-      }
-      const row = db.get('SELECT count(*) AS n FROM nbsignatures');
-      if (Number(row?.n) > this.cacheSize) {
-        // Python leaves this DELETE uncommitted until its next commit (and loses it if it closes
-        // first); we commit it with the insert so that no write lock lingers.
-        db.run(
-          'DELETE FROM nbsignatures WHERE id IN ' +
-            '(SELECT id FROM nbsignatures ORDER BY last_seen DESC LIMIT -1 OFFSET ?)',
-          [Math.max(Math.trunc(0.75 * this.cacheSize), 1)]
-        );
-      }
-    });
+    await this.withDatabase(db =>
+      writeTransaction(db, () => {
+        const stamp = pythonUtcIsoformat(this.now());
+        if (!refresh(db, digest, algorithm, stamp)) {
+          db.prepare(
+            'INSERT INTO nbsignatures (algorithm, signature, last_seen) VALUES (?, ?, ?)'
+          ).run(algorithm, digest, stamp);
+        }
+        const row = db.prepare('SELECT count(*) AS n FROM nbsignatures').get();
+        if (Number(row?.n) > this.cacheSize) {
+          // Python leaves this DELETE uncommitted until its next commit (and loses it if it
+          // closes first); we commit it with the insert so that no write lock lingers.
+          db.prepare(
+            'DELETE FROM nbsignatures WHERE id IN ' +
+              '(SELECT id FROM nbsignatures ORDER BY last_seen DESC LIMIT -1 OFFSET ?)'
+          ).run(Math.max(Math.trunc(0.75 * this.cacheSize), 1));
+        }
+      })
+    );
   }
 
-  /** Is the signature stored? A hit refreshes `last_seen`, as Python does on every check. */
+  /**
+   * Is the signature stored? A hit refreshes `last_seen`, as Python does on every check, unless
+   * another process holds the write lock at that moment.
+   */
   async checkSignature(digest: string, algorithm: string): Promise<boolean> {
-    return this.withDatabase(true, db =>
-      refresh(db, digest, algorithm, pythonUtcIsoformat(this.now()))
-    );
+    return this.withDatabase(db => {
+      const found = db
+        .prepare('SELECT id FROM nbsignatures WHERE algorithm = ? AND signature = ?')
+        .get(algorithm, digest);
+      if (found === undefined) return false;
+      try {
+        writeTransaction(db, () => refresh(db, digest, algorithm, pythonUtcIsoformat(this.now())));
+      } catch (error) {
+        if (errorKind(error) !== 'busy') throw error;
+      }
+      return true;
+    });
   }
 
   /** Delete every row with this signature. */
   async removeSignature(digest: string, algorithm: string): Promise<void> {
-    await this.withDatabase(false, db => {
-      db.run('DELETE FROM nbsignatures WHERE algorithm = ? AND signature = ?', [algorithm, digest]);
-    });
+    await this.withDatabase(db =>
+      writeTransaction(db, () => {
+        db.prepare('DELETE FROM nbsignatures WHERE algorithm = ? AND signature = ?').run(
+          algorithm,
+          digest
+        );
+      })
+    );
   }
 
   /** Close the in-memory database if there is one; file databases are never left open. */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.memoryDb?.isOpen) this.memoryDb.close();
+    this.memoryDb?.close();
     this.memoryDb = undefined;
   }
 
   /**
-   * Run `work` in one transaction on a freshly opened database, once no other process is inside
-   * one, with nbformat's recovery for a file that is not a database. With `writeIsOptional` the
-   * answer stands even when the commit has to be abandoned.
+   * Run `work` on a freshly opened database, starting over while another process holds a lock
+   * that it needs, with nbformat's recovery for a file that is not a database.
    */
-  private async withDatabase<T>(writeIsOptional: boolean, work: (db: Database) => T): Promise<T> {
+  private async withDatabase<T>(work: (db: DatabaseSync) => T): Promise<T> {
     const started = Date.now();
     let delay = 1;
-    let corruptSeen = 0;
+    let recovered = false;
     for (;;) {
       if (this.closed) throw new Error('The notebook signature store is closed');
-      if (this.memoryDb) return transaction(this.memoryDb, work, () => false, false);
-      const stuck = this.stuckJournal();
-      if (stuck) throw new SignatureStoreBusyError(this.dbFile, 0);
+      if (this.memoryDb) return work(this.memoryDb);
       try {
-        return this.onFile(work, writeIsOptional);
+        return this.onFile(work);
       } catch (error) {
-        const kind = classify(error);
-        if (kind === 'corrupt' && ++corruptSeen >= 3) {
+        const kind = errorKind(error);
+        if (kind === 'corrupt' && !recovered) {
+          recovered = true;
           this.recoverFromCorruption();
           continue;
-        } else if (kind === 'corrupt') {
-          // A read racing a Python commit can look corrupt, and moving a live database away
-          // would split the two sides; so believe it only when it persists.
-          delay = Math.max(delay, 50);
         } else if (kind === 'cantopen') {
           this.fallBackToMemory(error);
           continue;
-        } else if (kind === 'busy') {
-          this.removeStaleLock();
-        } else {
+        } else if (kind !== 'busy') {
           throw error;
         }
       }
       const waited = Date.now() - started;
-      if (waited >= this.busyTimeoutMs) {
-        this.noteStuckJournal();
-        throw new SignatureStoreBusyError(this.dbFile, waited);
-      }
+      if (waited >= this.busyTimeoutMs) throw new SignatureStoreBusyError(this.dbFile, waited);
       await sleep(Math.min(delay, this.busyTimeoutMs - waited));
       // Short polls: Python's transactions last milliseconds and we must catch the gaps.
       delay = Math.min(delay * 2, 20);
     }
   }
 
-  private onFile<T>(work: (db: Database) => T, writeIsOptional: boolean): T {
+  /** Open the file (and its directory, 0700, if missing), make sure of the schema, run `work`. */
+  private onFile<T>(work: (db: DatabaseSync) => T): T {
     try {
       fs.mkdirSync(path.dirname(this.dbFile), { recursive: true, mode: 0o700 });
     } catch {
       // Opening the database reports it, and is what decides about the in-memory fallback.
     }
-    // Opening touches no page; the check just before BEGIN keeps the unguarded gap tiny.
     const db = openDatabase(this.dbFile);
     try {
-      if (foreignTransactionVisible(this.dbFile)) throw new ForeignActivity('database is locked');
-      db.exec('PRAGMA journal_mode=MEMORY');
-      return transaction(db, work, () => foreignTransactionVisible(this.dbFile), writeIsOptional);
+      return work(db);
     } finally {
+      // Rolls back whatever `work` left uncommitted.
       db.close();
     }
-  }
-
-  /**
-   * A journal that nobody holds a lock for (crash leftover) and that already made us time out:
-   * waiting for it again would only slow every request down until Python replays it.
-   */
-  private stuckJournal(): boolean {
-    if (this.stuckJournalId === undefined) return false;
-    if (journalIdentity(this.dbFile) === this.stuckJournalId) return true;
-    this.stuckJournalId = undefined;
-    return false;
-  }
-
-  private noteStuckJournal(): void {
-    const id = journalIdentity(this.dbFile);
-    if (id === undefined || this.stuckJournalId === id) return;
-    const inode = fileInode(this.dbFile);
-    const locks = inode === undefined ? null : locksOnInode(inode);
-    // With a lock visible it is a live (if long) transaction; keep waiting for it next time.
-    if (locks !== null && locks > 0) return;
-    this.stuckJournalId = id;
-    this.warn(
-      `${this.dbFile}-journal looks left over by a crashed SQLite writer; notebook trust is ` +
-        `unavailable until a native SQLite opens the database and rolls it back ` +
-        `(for example: python -c "import sqlite3; sqlite3.connect('${this.dbFile}').execute('SELECT 1')").`
-    );
   }
 
   private recoverFromCorruption(): void {
@@ -295,9 +267,9 @@ export class SQLiteSignatureStore implements ISignatureStore {
         // Someone else (Python) moved it away first; the new file is theirs or ours to create.
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       }
-      this.onFile(() => undefined, false);
+      this.onFile(() => undefined);
     } catch (error) {
-      this.fallBackToMemory(error);
+      if (errorKind(error) !== 'busy') this.fallBackToMemory(error);
     }
   }
 
@@ -314,25 +286,10 @@ export class SQLiteSignatureStore implements ISignatureStore {
     this.memoryDb = openDatabase(':memory:');
   }
 
-  /**
-   * A crashed node-sqlite3-wasm process leaves its `<db>.lock` directory behind and would block
-   * every other one forever; our transactions last microseconds, so an old one is abandoned.
-   */
-  private removeStaleLock(): void {
-    const lock = `${this.dbFile}.lock`;
-    try {
-      if (Date.now() - fs.statSync(lock).mtimeMs > this.staleLockMs) fs.rmdirSync(lock);
-    } catch {
-      // Gone already, or not ours to remove: keep waiting.
-    }
-  }
-
   private readonly busyTimeoutMs: number;
-  private readonly staleLockMs: number;
   private readonly now: () => Date;
   private readonly warn: (message: string) => void;
-  private memoryDb: Database | undefined;
-  private stuckJournalId: string | undefined;
+  private memoryDb: DatabaseSync | undefined;
   private closed = false;
 }
 
@@ -343,10 +300,8 @@ export namespace SQLiteSignatureStore {
     dbFile: string;
     /** nbformat's `SQLiteSignatureStore.cache_size`; default 65535. */
     cacheSize?: number;
-    /** How long to wait for another process's transaction; default 5000 ms as Python's sqlite3. */
+    /** How long to wait for another process's lock; default 5000 ms as Python's sqlite3. */
     busyTimeoutMs?: number;
-    /** Age after which another Node process's `<db>.lock` directory counts as abandoned. */
-    staleLockMs?: number;
     /** The clock for `last_seen`. */
     now?: () => Date;
     /** Where warnings go (database replaced or unusable); default `console.warn`. */
@@ -355,144 +310,108 @@ export namespace SQLiteSignatureStore {
 }
 
 /**
- * Open a node-sqlite3-wasm database, loading the module on first use. Requiring it instantiates
- * SQLite's WebAssembly memory (about 19 MB, which V8 counts as external memory and answers with
- * extra full garbage collections), so it is loaded only by a thread that really opens a database:
- * the gateway imports this module for its types and errors and keeps the database in a worker
- * (see `WorkerSignatureStore`).
+ * Open a database and make sure of nbformat's schema, as its `init_db` does on every connection.
+ * With the table and index there, this only reads: it waits for no other process's transaction
+ * unless that one is committing.
  */
-function openDatabase(file: string): Database {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const sqlite = require('node-sqlite3-wasm') as typeof import('node-sqlite3-wasm');
-  return new sqlite.Database(file);
-}
-
-/** Refresh `last_seen` of a known signature; false when it is unknown. */
-function refresh(db: Database, digest: string, algorithm: string, stamp: string): boolean {
-  const found = db.get('SELECT id FROM nbsignatures WHERE algorithm = ? AND signature = ?', [
-    algorithm,
-    digest
-  ]);
-  if (found === null) return false;
-  db.run('UPDATE nbsignatures SET last_seen = ? WHERE algorithm = ? AND signature = ?', [
-    stamp,
-    algorithm,
-    digest
-  ]);
-  return true;
-}
-
-/** Thrown to abandon an attempt because another process is inside a transaction. */
-class ForeignActivity extends Error {}
-
-/**
- * One write transaction that first makes sure the schema exists (as nbformat's `init_db` does on
- * every connection), and commits only if `interfered()` still says no other process is active.
- * Otherwise it rolls back and, unless `keepResult`, throws so that the caller starts over.
- */
-function transaction<T>(
-  db: Database,
-  work: (db: Database) => T,
-  interfered: () => boolean,
-  keepResult: boolean
-): T {
-  db.exec('BEGIN IMMEDIATE');
+function openDatabase(file: string): DatabaseSync {
+  const db = new (loadSqlite().DatabaseSync)(file);
   try {
     db.exec(
       'CREATE TABLE IF NOT EXISTS nbsignatures (' +
         'id integer PRIMARY KEY AUTOINCREMENT, algorithm text, signature text, path text, ' +
-        'last_seen timestamp)'
+        'last_seen timestamp);' +
+        'CREATE INDEX IF NOT EXISTS algosig ON nbsignatures(algorithm, signature);'
     );
-    db.exec('CREATE INDEX IF NOT EXISTS algosig ON nbsignatures(algorithm, signature)');
-    const result = work(db);
-    if (interfered()) {
-      db.exec('ROLLBACK');
-      if (keepResult) return result;
-      throw new ForeignActivity('database is locked');
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+let sqlite: typeof import('node:sqlite') | undefined;
+
+/**
+ * `node:sqlite`, loaded by the first store that opens a database rather than by every importer of
+ * this module. Node 22.13 to 23 call it experimental and print an `ExperimentalWarning` when it
+ * loads (Node 24 does not); that one warning is dropped so that it never reaches the gateway's
+ * log, and any other passes.
+ */
+function loadSqlite(): typeof import('node:sqlite') {
+  if (sqlite) return sqlite;
+  const emitWarning = process.emitWarning;
+  process.emitWarning = function (this: unknown, warning: string | Error, ...rest: unknown[]) {
+    if (!isSqliteExperimentalWarning(warning, rest[0])) {
+      (emitWarning as (...args: unknown[]) => void).call(process, warning, ...rest);
     }
+  } as typeof process.emitWarning;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    sqlite = require('node:sqlite') as typeof import('node:sqlite');
+  } finally {
+    process.emitWarning = emitWarning;
+  }
+  return sqlite;
+}
+
+function isSqliteExperimentalWarning(warning: string | Error, typeOrOptions: unknown): boolean {
+  const type =
+    typeof typeOrOptions === 'string'
+      ? typeOrOptions
+      : ((typeOrOptions as { type?: string } | undefined)?.type ??
+        (warning instanceof Error ? warning.name : 'Warning'));
+  const message = typeof warning === 'string' ? warning : warning.message;
+  return type === 'ExperimentalWarning' && /^SQLite is an experimental feature/.test(message);
+}
+
+/** Refresh `last_seen` of a known signature; false when it is unknown. */
+function refresh(db: DatabaseSync, digest: string, algorithm: string, stamp: string): boolean {
+  const { changes } = db
+    .prepare('UPDATE nbsignatures SET last_seen = ? WHERE algorithm = ? AND signature = ?')
+    .run(stamp, algorithm, digest);
+  return Number(changes) > 0;
+}
+
+/**
+ * Run `work` in a write transaction, taking the write lock first (so that it fails at once,
+ * rather than half-way, when another process holds it); rolled back if anything fails, the
+ * commit included.
+ */
+function writeTransaction<T>(db: DatabaseSync, work: () => T): T {
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    const result = work();
     db.exec('COMMIT');
     return result;
-  } finally {
+  } catch (error) {
     try {
-      if (db.inTransaction) db.exec('ROLLBACK');
+      db.exec('ROLLBACK');
     } catch {
-      // The error that got us here is the one worth reporting.
+      // SQLite rolled back already; the error that got us here is the one worth reporting.
     }
+    throw error;
   }
 }
 
 type ErrorKind = 'busy' | 'corrupt' | 'cantopen' | 'other';
 
-/** node-sqlite3-wasm reports SQLite's message only, so classify by it. */
-function classify(error: unknown): ErrorKind {
-  if (error instanceof ForeignActivity) return 'busy';
-  const message = error instanceof Error ? error.message : String(error);
-  if (/database is locked|database table is locked/i.test(message)) return 'busy';
-  if (/file is not a database|database disk image is malformed/i.test(message)) return 'corrupt';
-  if (/could not open the database|unable to open database file/i.test(message)) return 'cantopen';
-  return 'other';
-}
-
-/**
- * Does another process (a native SQLite such as Python's) look to be inside a transaction on
- * `dbFile`? Its rollback journal shows on every platform; on Linux its POSIX locks also show in
- * `/proc/locks`, which covers readers and the moment before a writer creates its journal. A
- * journal nobody holds a lock for is a crashed writer's; we cannot replay it, so it counts too.
- */
-export function foreignTransactionVisible(dbFile: string): boolean {
-  if (fs.existsSync(`${dbFile}-journal`)) return true;
-  const inode = fileInode(dbFile);
-  if (inode === undefined) return false;
-  const locks = locksOnInode(inode);
-  return locks !== null && locks > 0;
-}
-
-function fileInode(file: string): number | undefined {
-  try {
-    return fs.statSync(file).ino;
-  } catch {
-    return undefined;
+/** What an error of `node:sqlite` means here, by SQLite's primary result code. */
+function errorKind(error: unknown): ErrorKind {
+  const code = (error as { errcode?: unknown } | null)?.errcode;
+  if (typeof code !== 'number') return 'other';
+  switch (code & 0xff) {
+    case 5: // SQLITE_BUSY
+    case 6: // SQLITE_LOCKED
+      return 'busy';
+    case 11: // SQLITE_CORRUPT
+    case 26: // SQLITE_NOTADB
+      return 'corrupt';
+    case 14: // SQLITE_CANTOPEN
+      return 'cantopen';
+    default:
+      return 'other';
   }
-}
-
-/** Identifies one particular journal file, so that a new one is not mistaken for a stuck one. */
-function journalIdentity(dbFile: string): string | undefined {
-  try {
-    const stat = fs.statSync(`${dbFile}-journal`);
-    return `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
-  } catch {
-    return undefined;
-  }
-}
-
-let procLocksReadable = process.platform === 'linux';
-
-/** How many `/proc/locks` entries name this inode; null when the kernel table is not readable. */
-function locksOnInode(inode: number): number | null {
-  if (!procLocksReadable) return null;
-  let table: string;
-  try {
-    table = fs.readFileSync('/proc/locks', 'latin1');
-  } catch {
-    procLocksReadable = false;
-    return null;
-  }
-  return countLocksOnInode(table, inode);
-}
-
-/**
- * Count the lines of a `/proc/locks` table that lock the given inode number. The device part is
- * ignored on purpose: overlay file systems report another device there than `stat` does, and a
- * lock on an unrelated file with the same inode number only makes us wait.
- */
-export function countLocksOnInode(table: string, inode: number): number {
-  let count = 0;
-  const wanted = String(inode);
-  for (const line of table.split('\n')) {
-    const match = /\s[0-9a-f]+:[0-9a-f]+:(\d+)\s/i.exec(line);
-    if (match && match[1] === wanted) count++;
-  }
-  return count;
 }
 
 function sleep(ms: number): Promise<void> {

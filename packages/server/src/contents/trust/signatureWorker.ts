@@ -3,15 +3,16 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { SQLiteSignatureStore } from './signatureStore';
 
 /**
- * The worker thread behind `WorkerSignatureStore`: one {@link SQLiteSignatureStore} (and so the
- * WebAssembly SQLite and its synchronous SQL) per store, answering the store's calls one message
- * each. Run only with `new Worker()`; `workerData` holds the store's {@link IWorkerOptions}.
+ * The worker thread behind `WorkerSignatureStore`: one {@link SQLiteSignatureStore} (and so its
+ * synchronous SQL and the commits that wait for the disk) per store, answering the store's calls
+ * one message each. Run only with `new Worker()`; `workerData` holds the store's
+ * {@link IWorkerOptions}.
  */
 
 /** The store's options that can cross the thread boundary (functions cannot). */
 export type IWorkerOptions = Pick<
   SQLiteSignatureStore.IOptions,
-  'dbFile' | 'cacheSize' | 'busyTimeoutMs' | 'staleLockMs'
+  'dbFile' | 'cacheSize' | 'busyTimeoutMs'
 >;
 
 /** A call from the main thread; `id` identifies its answer. */

@@ -15,15 +15,15 @@ import {
 } from './signatureStore';
 
 /**
- * {@link SQLiteSignatureStore} in a worker thread: the same database, answers and errors, with
- * neither the WebAssembly SQLite nor its synchronous SQL in the calling thread.
+ * {@link SQLiteSignatureStore} in a worker thread: the same database, answers and errors, without
+ * its synchronous SQL in the calling thread.
  *
  * #### Notes
- * node-sqlite3-wasm holds about 19 MB of WebAssembly memory, which V8 counts as external memory
- * of the isolate that loads it; in the gateway's main isolate that alone made V8 run a full
- * (Mark-Compact) collection every few dozen proxied responses. Its SQL also runs synchronously,
- * blocking every other request while it waits on the file. Here the worker is started on the
- * first call, so a process that never consults trust never loads SQLite, and:
+ * `node:sqlite` has only synchronous calls, and every write ends in a commit that waits for the
+ * disk (fsync): several milliseconds each, tens on a busy disk, during which the gateway's event
+ * loop would serve nothing else. Every save of a changed, trusted notebook writes a new signature.
+ * Here the worker is started on the first call, so a process that never consults trust never
+ * loads SQLite, and:
  *
  * - every call is one message to the worker and one answer back; errors come back as the same
  *   types ({@link SignatureStoreBusyError}) or as an `Error` with the worker's name and message;
@@ -41,8 +41,7 @@ export class WorkerSignatureStore implements ISignatureStore {
     this.workerOptions = {
       dbFile: options.dbFile,
       cacheSize: options.cacheSize,
-      busyTimeoutMs: options.busyTimeoutMs,
-      staleLockMs: options.staleLockMs
+      busyTimeoutMs: options.busyTimeoutMs
     };
     this.now = options.now;
     this.warn = options.warn ?? (message => console.warn(message));
