@@ -80,8 +80,9 @@ const PAGE_CSP = [
  *
  * The parameters are checked on GET with the API's own rules, so a bad link fails before the
  * user is asked anything: 400 for a missing, empty or malformed parameter; 403 when the feature
- * is off, or when Jupyter's `Authorizer` does not allow the caller `contents: write` (the clone
- * would be refused); 404 when `relpath` is outside `fs_cloning_basedir` or missing; 503 when
+ * is off, when Jupyter's `Authorizer` does not allow the caller `contents: write` (the clone
+ * would be refused), when `clone_buckets` does not list the bucket, or when the fs-clone source
+ * has more than one hard link; 404 when `relpath` is outside `fs_cloning_basedir` or missing; 503 when
  * object storage is unusable. Errors are HTML pages with the status. A caller who is not logged
  * in is sent to Jupyter's login page, which brings them back here.
  */
