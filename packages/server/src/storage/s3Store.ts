@@ -242,34 +242,52 @@ export class S3ObjectStore implements IObjectStore {
     const target = { operation: 'list the versions of', bucket, key };
     Private.checkTarget(target);
     const versions: IObjectVersion[] = [];
-    let keyMarker: string | undefined;
-    let versionIdMarker: string | undefined;
+    let markers: Private.IListMarkers = {};
     while (true) {
-      const command = new ListObjectVersionsCommand({
-        Bucket: bucket,
-        Prefix: key,
-        KeyMarker: keyMarker,
-        VersionIdMarker: versionIdMarker
-      });
-      const order = options.includeDeleteMarkers ? Private.recordEntryOrder(command) : undefined;
-      const page = await this._guard(target, () => this._client.send(command));
-      const entries = order
-        ? Private.entriesInOrder(page, order.kinds)
-        : Private.entries(page.Versions, false);
-      let passedKey = false;
-      for (const entry of entries) {
-        if (entry.key !== key) {
-          passedKey = true;
-          continue;
-        }
-        versions.push(entry.version);
-      }
-      passedKey ||= (page.DeleteMarkers ?? []).some(marker => marker.Key !== key);
-      if (passedKey || !page.IsTruncated) return versions;
-      keyMarker = page.NextKeyMarker;
-      versionIdMarker = page.NextVersionIdMarker;
-      if (keyMarker === undefined) return versions;
+      const call = await this._listKeyVersions(target, key, markers, options.includeDeleteMarkers);
+      versions.push(...call.versions);
+      if (!call.resume) return versions;
+      markers = call.resume;
     }
+  }
+
+  /**
+   * One ListObjectVersions call below `key`, from `markers`: the versions of exactly `key` in the
+   * listing's order (the server's, delete markers included, with `includeDeleteMarkers`), and
+   * where the server would resume, or nothing once the listing is done or has passed beyond
+   * `key` (other keys that `key` prefixes come after all of its entries).
+   */
+  private async _listKeyVersions(
+    target: Private.ITarget,
+    key: string,
+    markers: Private.IListMarkers,
+    includeDeleteMarkers: boolean | undefined
+  ): Promise<{ versions: IObjectVersion[]; resume?: Private.IListMarkers }> {
+    const command = new ListObjectVersionsCommand({
+      Bucket: target.bucket,
+      Prefix: key,
+      KeyMarker: markers.keyMarker,
+      VersionIdMarker: markers.versionIdMarker,
+      MaxKeys: markers.maxKeys
+    });
+    const order = includeDeleteMarkers ? Private.recordEntryOrder(command) : undefined;
+    const page = await this._guard(target, () => this._client.send(command));
+    const entries = order
+      ? Private.entriesInOrder(page, order.kinds)
+      : Private.entries(page.Versions, false);
+    const versions: IObjectVersion[] = [];
+    let passedKey = false;
+    for (const entry of entries) {
+      if (entry.key === key) versions.push(entry.version);
+      else passedKey = true;
+    }
+    passedKey ||= (page.DeleteMarkers ?? []).some(marker => marker.Key !== key);
+    // The server's own markers, as given: MinIO adds a cache hint to NextKeyMarker.
+    if (passedKey || !page.IsTruncated || page.NextKeyMarker === undefined) return { versions };
+    return {
+      versions,
+      resume: { keyMarker: page.NextKeyMarker, versionIdMarker: page.NextVersionIdMarker }
+    };
   }
 
   /**
@@ -301,25 +319,14 @@ export class S3ObjectStore implements IObjectStore {
     let keyMarker = options.after === undefined ? undefined : key;
     let versionIdMarker = options.after;
     for (let call = 0; call < Private.MAX_PAGE_CALLS; call++) {
-      const command = new ListObjectVersionsCommand({
-        Bucket: bucket,
-        Prefix: key,
-        KeyMarker: keyMarker,
-        VersionIdMarker: versionIdMarker,
-        MaxKeys: Math.min(1000, limit - versions.length + 1)
-      });
-      const order = options.includeDeleteMarkers ? Private.recordEntryOrder(command) : undefined;
-      const page = await this._guard(target, () => this._client.send(command));
-      const entries = order
-        ? Private.entriesInOrder(page, order.kinds)
-        : Private.entries(page.Versions, false);
-      let passedKey = false;
-      for (const entry of entries) {
-        if (entry.key !== key) {
-          passedKey = true;
-          continue;
-        }
-        if (options.after !== undefined && entry.version.versionId === options.after) {
+      const listed = await this._listKeyVersions(
+        target,
+        key,
+        { keyMarker, versionIdMarker, maxKeys: Math.min(1000, limit - versions.length + 1) },
+        options.includeDeleteMarkers
+      );
+      for (const version of listed.versions) {
+        if (options.after !== undefined && version.versionId === options.after) {
           // S3 lists what follows the marker; versitygw 1.7.0 starts over from the newest when
           // the marker is the latest version, the marker included: what came so far is the
           // page before.
@@ -328,14 +335,10 @@ export class S3ObjectStore implements IObjectStore {
         }
         // One more entry than the page holds: there is a next page, from the last one returned.
         if (versions.length === limit) return { versions, next: versions[limit - 1].versionId };
-        versions.push(entry.version);
+        versions.push(version);
       }
-      passedKey ||= (page.DeleteMarkers ?? []).some(marker => marker.Key !== key);
-      if (passedKey || !page.IsTruncated) return { versions };
-      // The server's own markers, as given: MinIO adds a cache hint to NextKeyMarker.
-      keyMarker = page.NextKeyMarker;
-      versionIdMarker = page.NextVersionIdMarker;
-      if (!keyMarker || !versionIdMarker) return { versions };
+      if (!listed.resume?.keyMarker || !listed.resume.versionIdMarker) return { versions };
+      ({ keyMarker, versionIdMarker } = listed.resume);
     }
     // Cut short: the next page resumes where the server stopped (with KeyMarker `key`).
     return { versions, next: versionIdMarker };
@@ -597,6 +600,13 @@ export function toObjectStoreError(error: unknown, call: IFailedCall): ObjectSto
 namespace Private {
   /** What a call addresses. */
   export type ITarget = IStoreTarget;
+
+  /** Where a ListObjectVersions call starts, and how many entries it may return. */
+  export interface IListMarkers {
+    readonly keyMarker?: string;
+    readonly versionIdMarker?: string;
+    readonly maxKeys?: number;
+  }
 
   /** Codes and names that mean "does not exist". */
   export const NOT_FOUND_NAMES = new Set([
