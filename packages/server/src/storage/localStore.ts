@@ -23,6 +23,7 @@ import {
   type IObjectVersionPage,
   type IPutResult,
   type IVersionPageOptions,
+  checkVersionPageLimit,
   describeStoreTarget,
   tooLargeError,
   type IStoreTarget
@@ -233,10 +234,8 @@ export class LocalObjectStore implements IObjectStore {
   ): Promise<IObjectVersionPage> {
     const target = { operation: 'list the versions of', bucket, key };
     Private.checkTarget(target);
-    const { limit, after } = options;
-    if (!Number.isSafeInteger(limit) || limit < 1) {
-      throw new RangeError(`A version page limit must be a positive integer, not ${limit}`);
-    }
+    const limit = checkVersionPageLimit(options.limit);
+    const after = options.after;
     if (after !== undefined && !Private.isVersionId(after)) {
       throw new ObjectStoreError(
         'bad-request',

@@ -168,6 +168,14 @@ export function tooLargeError(target: IStoreTarget, maxBytes: number): ObjectSto
   );
 }
 
+/** The `limit` of a version page, checked (a positive integer), as every store takes it. */
+export function checkVersionPageLimit(limit: number): number {
+  if (!Number.isSafeInteger(limit) || limit < 1) {
+    throw new RangeError(`A version page limit must be a positive integer, not ${limit}`);
+  }
+  return limit;
+}
+
 /** An object store. Implementations must be safe for concurrent calls. */
 export interface IObjectStore {
   /** How logs and feature detection name it: `s3://…` endpoint and region, or the local directory. */

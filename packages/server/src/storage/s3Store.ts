@@ -27,6 +27,7 @@ import {
   type IObjectVersionPage,
   type IPutResult,
   type IVersionPageOptions,
+  checkVersionPageLimit,
   describeStoreTarget,
   tooLargeError,
   type IStoreTarget
@@ -313,7 +314,7 @@ export class S3ObjectStore implements IObjectStore {
   ): Promise<IObjectVersionPage> {
     const target = { operation: 'list the versions of', bucket, key };
     Private.checkTarget(target);
-    const limit = Private.checkPageLimit(options.limit);
+    const limit = checkVersionPageLimit(options.limit);
     if (options.after !== undefined) Private.checkMarker(options.after);
     const versions: IObjectVersion[] = [];
     let keyMarker = options.after === undefined ? undefined : key;
@@ -897,14 +898,6 @@ namespace Private {
 
   /** ListObjectVersions calls one `listVersionPage` makes at most (10,000 entries scanned). */
   export const MAX_PAGE_CALLS = 10;
-
-  /** A version page's limit: a positive integer (callers bound it; a bad one is a bug). */
-  export function checkPageLimit(limit: number): number {
-    if (!Number.isSafeInteger(limit) || limit < 1) {
-      throw new RangeError(`A version page limit must be a positive integer, not ${limit}`);
-    }
-    return limit;
-  }
 
   /** A version-id marker to resume after: what a page's `next` was, so never empty. */
   export function checkMarker(marker: string): void {
