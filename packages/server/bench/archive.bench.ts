@@ -7,14 +7,17 @@
  *    confirmed the last version (its journal's `pending` directory is empty); beside it, the same
  *    object bodies written with the AWS SDK's `PutObject` straight from this process to MinIO,
  *    with the same concurrency and key pattern, and (to tell archiving's share from the contents
- *    API's) the same saves through a gateway with archiving off. Rounds alternate.
+ *    API's) the same saves through a gateway with archiving off, and (the reference) the same
+ *    saves to plain Jupyter Server, no gateway and no archiving. Rounds alternate.
  * 2. Save-to-archived latency of a paced stream of saves (well below saturation): from sending
  *    the PUT until the version is listed by MinIO (`ListObjectVersions` on the keys with saves
  *    outstanding, every few milliseconds), with the gateway's own breakdown from its debug log
  *    (`archived` lines: `queuedMs`, `uploadMs`).
  * 3. Save latency (the contents PUT) with archiving on and off: the same paced saves through a
  *    gateway that archives to MinIO and through one with archiving off (`workspace_prefix` empty,
- *    everything else equal), in alternating rounds.
+ *    everything else equal), and to plain Jupyter Server (the reference row: the venv's
+ *    `jupyter_server` with its default contents manager, same client and schedule), in rotating
+ *    rounds.
  *
  * #### Notes
  * - Every save embeds a unique id (`metadata.jupyter_store_bench.save_id`, fixed width) in the
@@ -47,6 +50,8 @@
  * `latency`, `onoff`, `bulk`, `rescan`, `observed`, or the groups `saves` for the first three and
  * `observation` for the last three), `--profile` (the "on" gateway, and the bulk gateways of
  * observe.bench.ts, under the V8 CPU profiler, with a summary of where their time went),
+ * `--spans` (the "on" and "off" gateways with the stage timers of spans.ts: wall and CPU time
+ * of each stage of a save, printed at the end),
  * `--skip-build`, `--no-docs` (do not update docs/benchmarks.md; implied by --quick and
  * --profile). A section of docs/benchmarks.md is rewritten only by a run of all its measurements
  * (`--only saves`, about two and a half minutes; `--only observation`, about five minutes; or
@@ -56,12 +61,16 @@ import { PutObjectCommand, S3Client, type ObjectVersion } from '@aws-sdk/client-
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { labDefaults, startGatewayProcess, type IGatewayProcess } from '../test/support/gateway';
-import { REPO_ROOT } from '../test/support/jupyterServer';
+import {
+  REPO_ROOT,
+  startJupyterServer,
+  type JupyterServerHandle
+} from '../test/support/jupyterServer';
 import {
   createVersionedBucket,
   pinnedObjectServers,
@@ -70,6 +79,7 @@ import {
   type IObjectServer
 } from '../test/support/objectServers';
 import { formatProfileSummary, summariseProfile, writeProfilerPreload } from './profile';
+import { formatSpans, readSpans, writeSpanPreload } from './spans';
 import {
   formatMs,
   formatRate,
@@ -98,6 +108,7 @@ import {
 import { listVersions, objectKeyOf, readObject, versionCounts, VersionPoller } from './objects';
 import {
   ARCHIVE_TIMEOUT_MS,
+  ContentsSaver,
   PathLocks,
   SaveClient,
   Workload,
@@ -119,6 +130,10 @@ import {
 /** The targets. */
 const TARGET_THROUGHPUT_RATIO = 0.9;
 const TARGET_SAVE_LATENCY_RATIO = 1.1;
+/** The targets against plain Jupyter Server (the reference row). */
+const TARGET_JUPYTER_P50_RATIO = 1.0;
+const TARGET_JUPYTER_P99_RATIO = 1.2;
+const TARGET_JUPYTER_BURST_RATIO = 1.5;
 
 /** The size of the saved notebook on disk (about). */
 const NOTEBOOK_BYTES = 20 * 1024;
@@ -156,25 +171,30 @@ root and journal: "on" (default settings, log level info), "off" (the same with
   then checked with \`ListObjectVersions\` (every key gained its versions) and \`GetObject\` (the
   latest version of every key is its last save). Beside it, the same bytes written with the AWS
   SDK's \`PutObject\` from the benchmark process (16 at a time, same key pattern, content type and
-  metadata), and the same saves through the "off" gateway. Kinds alternate; the target is checked
-  against the median of the rounds' archived/raw ratios.
+  metadata), the same saves through the "off" gateway, and the same saves to plain Jupyter Server
+  (the reference: no gateway, no archiving, its own root; timed to the last answer). Kinds
+  alternate; the target is checked against the median of the rounds' archived/raw ratios.
 - Save-to-archived latency: 200 saves at 20/s over 20 paths, from sending the PUT until a
   \`ListObjectVersions\` of the key (every 10 ms while the key has saves outstanding) shows the
   version; then every version is read back and matched by id, and the gateway's \`archived\` debug
   lines give \`queuedMs\` and \`uploadMs\` per version.
-- Save latency on/off: 6 rounds of 100 saves at 20/s over 20 paths per gateway, alternating
-  between "on" and "off"; an "on" round lasts until its journal is empty. The target is checked
-  against the median of the rounds' on/off p50 ratios.
+- Save latency on/off: 6 rounds of 100 saves at 20/s over 20 paths per side, rotating between
+  "on", "off" and plain Jupyter Server (the reference row, same client and schedule); an "on"
+  round lasts until its journal is empty. The target is checked against the median of the
+  rounds' on/off p50 ratios.
 - CPU: user + system time of the gateway under test, MinIO and the benchmark process around every
   round (\`/proc/<pid>/stat\`), of the kernel threads, and the busy time of the machine
   (\`/proc/stat\`), whose remainder is "other processes": other jobs on this shared machine.
 
 Targets: archive throughput ≥ 90 % of the raw SDK's; save latency p50 with archiving on ≤ 1.1x
-off (p99 shown, no target). Options: \`--quick\` (smoke run), \`--only throughput,latency,onoff\` (a
-subset; \`--only saves\` is the three), \`--profile\` (the "on" gateway under the V8 CPU profiler,
-prints where its time goes), \`--skip-build\`, \`--no-docs\`. A run of all three rewrites this section;
-they take about two and a half minutes. Without \`--only\`, \`npm run bench:archive\` also runs the
-observation benchmark below (about five minutes more).
+off (p99 shown, no target); against plain Jupyter Server: paced p50 ≤ 1.0x, p99 ≤ 1.2x, and
+burst saves archived/s ≥ 1.5x the saves/s plain Jupyter answers. Options: \`--quick\` (smoke
+run), \`--only throughput,latency,onoff\` (a subset; \`--only saves\` is the three),
+\`--profile\` (the "on" gateway under the V8 CPU profiler, prints where its time goes),
+\`--spans\` (the "on" and "off" gateways with the stage timers of \`bench/spans.ts\`, prints the
+wall and CPU time of each stage of a save), \`--skip-build\`, \`--no-docs\`. A run of all three
+rewrites this section; they take about three minutes. Without \`--only\`, \`npm run bench:archive\`
+also runs the observation benchmark below (about five minutes more).
 `;
 
 const SAVES_SECTION: IGeneratedSection = {
@@ -227,11 +247,14 @@ interface ICpu {
   readonly others: number;
 }
 
-type ThroughputKind = 'archive' | 'raw' | 'off';
+/**
+ * Saves through the archiving gateway, raw PutObject, saves through the gateway with archiving
+ * off, and the same saves to plain Jupyter Server (no gateway, no archiving): the reference.
+ */
+type ThroughputKind = 'archive' | 'raw' | 'off' | 'jupyter';
 
 /** One timed round of measurement 1. */
 interface IThroughputRound {
-  /** Saves through the archiving gateway, raw PutObject, or saves with archiving off. */
   readonly kind: ThroughputKind;
   readonly count: number;
   /** From the first request to the last version confirmed, in seconds. */
@@ -244,8 +267,16 @@ interface IThroughputRound {
 }
 
 /** One paced round of measurement 3. */
+type PacedSide = 'on' | 'off' | 'jupyter';
+
+/** Plain Jupyter Server (no gateway, no archiving) and a client of its contents API. */
+interface IPlainJupyter {
+  readonly server: JupyterServerHandle;
+  readonly saver: ContentsSaver;
+}
+
 interface IPacedRound {
-  readonly side: 'on' | 'off';
+  readonly side: PacedSide;
   readonly saves: IPacedSave[];
   readonly seconds: number;
   readonly cpu: ICpu;
@@ -295,6 +326,7 @@ const { values: options } = parseArgs({
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
     profile: { type: 'boolean', default: false },
+    spans: { type: 'boolean', default: false },
     'skip-build': { type: 'boolean', default: false },
     'no-docs': { type: 'boolean', default: false }
   },
@@ -323,6 +355,7 @@ const observationPhases = OBSERVATION_PHASES.filter(phase => phases.includes(pha
 const writeDocs = (group: readonly Phase[]): boolean =>
   !options.quick &&
   !options.profile &&
+  !options.spans &&
   !options['no-docs'] &&
   group.every(phase => phases.includes(phase));
 
@@ -462,14 +495,15 @@ async function checkVersions(
  * checked in MinIO; with archiving off, timed until the last save is answered.
  */
 async function saveRound(
-  saver: SaveClient,
-  archiving: boolean,
+  saver: ContentsSaver,
+  kind: 'archive' | 'off' | 'jupyter',
   workload: Workload,
   s3: S3Client,
   plan: IThroughputPlan,
   count: number,
   pids: IPids
 ): Promise<IThroughputRound> {
+  const archiving = kind === 'archive';
   const prefix = objectKeyOf(WORKSPACE_PREFIX, 'tp/');
   const before = archiving ? await versionCounts(s3, BUCKET, prefix) : new Map<string, number>();
   const ids = Array.from({ length: count }, () => nextId('tp'));
@@ -491,11 +525,11 @@ async function saveRound(
     latencies.push(value);
   });
   const answered = performance.now();
-  const drained = archiving ? await saver.drained(2) : answered;
+  const drained = archiving ? await (saver as SaveClient).drained(2) : answered;
   const cpu = cpuSince(pids, cpuStart);
   if (archiving) await checkVersions(s3, prefix, before, added, lastIds, 'archive round');
   return {
-    kind: archiving ? 'archive' : 'off',
+    kind,
     count,
     seconds: (drained - start) / 1000,
     requestSeconds: (answered - start) / 1000,
@@ -567,7 +601,7 @@ async function rawRound(
 }
 
 async function measureThroughput(
-  savers: { on: SaveClient; off: SaveClient | undefined },
+  savers: { on: SaveClient; off: SaveClient | undefined; jupyter: IPlainJupyter | undefined },
   workload: Workload,
   s3: S3Client,
   writer: S3Client,
@@ -576,12 +610,21 @@ async function measureThroughput(
 ): Promise<IThroughputResult> {
   const kinds: ThroughputKind[] = ['archive', 'raw'];
   if (savers.off !== undefined) kinds.push('off');
+  if (savers.jupyter !== undefined) kinds.push('jupyter');
   const once = (kind: ThroughputKind, count: number): Promise<IThroughputRound> => {
+    if (kind === 'raw') {
+      return rawRound(writer, s3, workload, plan, count, { gateway: undefined, minio: minio.pid });
+    }
+    if (kind === 'jupyter') {
+      const jupyter = savers.jupyter;
+      if (jupyter === undefined) throw new Error('no plain Jupyter Server');
+      const pids: IPids = { gateway: jupyter.server.pid, minio: minio.pid };
+      return saveRound(jupyter.saver, kind, workload, s3, plan, count, pids);
+    }
     const saver = kind === 'off' ? savers.off : savers.on;
-    const pids: IPids = { gateway: saver?.gateway.record.pid, minio: minio.pid };
-    if (kind === 'raw') return rawRound(writer, s3, workload, plan, count, pids);
     if (saver === undefined) throw new Error('no gateway with archiving off');
-    return saveRound(saver, kind === 'archive', workload, s3, plan, count, pids);
+    const pids: IPids = { gateway: saver.gateway.record.pid, minio: minio.pid };
+    return saveRound(saver, kind, workload, s3, plan, count, pids);
   };
   log(`throughput: warm-up, ${plan.warmup} of each (${kinds.join(', ')})`);
   for (const kind of kinds) await once(kind, plan.warmup);
@@ -704,30 +747,39 @@ async function measureLatency(
 
 /** Measurement 3: PUT latency with archiving on and off, alternating rounds. */
 async function measureOnOff(
-  savers: Record<'on' | 'off', SaveClient>,
+  savers: { on: SaveClient; off: SaveClient; jupyter: IPlainJupyter | undefined },
   workload: Workload,
   minio: IObjectServer,
   plan: IPacedPlan
 ): Promise<IOnOffResult> {
   const dir = 'onoff';
-  const sides = ['on', 'off'] as const;
-  log(`save latency on/off: warm-up, ${plan.warmup} saves each`);
+  const sides: PacedSide[] =
+    savers.jupyter === undefined ? ['on', 'off'] : ['on', 'off', 'jupyter'];
+  const target = (side: PacedSide): { saver: ContentsSaver; pid: number } => {
+    if (side === 'jupyter') {
+      if (savers.jupyter === undefined) throw new Error('no plain Jupyter Server');
+      return { saver: savers.jupyter.saver, pid: savers.jupyter.server.pid };
+    }
+    return { saver: savers[side], pid: savers[side].gateway.record.pid };
+  };
+  log(`save latency on/off: warm-up, ${plan.warmup} saves each (${sides.join(', ')})`);
   for (const side of sides) {
-    await pacedStream(savers[side], workload, dir, plan, plan.warmup);
+    await pacedStream(target(side).saver, workload, dir, plan, plan.warmup);
     if (side === 'on') await savers.on.drained();
   }
   const rounds: IPacedRound[] = [];
   for (let round = 0; round < plan.rounds; round++) {
-    const order = round % 2 === 0 ? sides : ([...sides].reverse() as Array<'on' | 'off'>);
+    // Each side goes first in turn.
+    const order = sides.map((_, i) => sides[(i + round) % sides.length]);
     for (const side of order) {
-      const saver = savers[side];
-      const pids: IPids = { gateway: saver.gateway.record.pid, minio: minio.pid };
+      const { saver, pid } = target(side);
+      const pids: IPids = { gateway: pid, minio: minio.pid };
       const cpuStart = cpuNow(pids);
       const start = performance.now();
       const saves = await pacedStream(saver, workload, dir, plan, plan.saves);
       const answered = performance.now();
       // Archiving's background work belongs to its round: wait until it is done.
-      const drained = side === 'on' ? await saver.drained(2) : answered;
+      const drained = side === 'on' ? await savers.on.drained(2) : answered;
       const cpu = cpuSince(pids, cpuStart);
       rounds.push({
         side,
@@ -765,18 +817,20 @@ function throughputPairs(result: IThroughputResult): {
   archive: IThroughputRound[];
   raw: IThroughputRound[];
   off: IThroughputRound[];
+  jupyter: IThroughputRound[];
   ratios: number[];
   median: number;
   pooled: number;
 } {
   const of = (kind: ThroughputKind): IThroughputRound[] =>
     result.rounds.filter(round => round.kind === kind);
-  const [archive, raw, off] = [of('archive'), of('raw'), of('off')];
+  const [archive, raw, off, jupyter] = [of('archive'), of('raw'), of('off'), of('jupyter')];
   const ratios = archive.map((round, i) => rateOf([round]) / rateOf([raw[i]]));
   return {
     archive,
     raw,
     off,
+    jupyter,
     ratios,
     median: median(ratios),
     pooled: rateOf(archive) / rateOf(raw)
@@ -844,11 +898,12 @@ const CPU_HEADER = [
 
 function throughputSection(result: IThroughputResult, run: IRunResult): string[] {
   const { plan } = result;
-  const { archive, raw, off, ratios, median: ratio, pooled } = throughputPairs(result);
+  const { archive, raw, off, jupyter, ratios, median: ratio, pooled } = throughputPairs(result);
   const withOff = off.length === archive.length;
+  const withJupyter = jupyter.length === archive.length;
   const rows = archive.map((round, i) => {
     const other = raw[i];
-    const all = withOff ? [round, other, off[i]] : [round, other];
+    const all = [round, other, ...(withOff ? [off[i]] : []), ...(withJupyter ? [jupyter[i]] : [])];
     const seconds = all.reduce((sum, r) => sum + r.seconds, 0);
     const others = all.reduce((sum, r) => sum + r.cpu.others, 0);
     const archiveLatency = latency(round.latencies);
@@ -863,6 +918,12 @@ function throughputSection(result: IThroughputResult, run: IRunResult): string[]
       ...(withOff
         ? [formatRate(requestRateOf([off[i]])), formatRatio(rateOf([round]) / rateOf([off[i]]))]
         : []),
+      ...(withJupyter
+        ? [
+            formatRate(requestRateOf([jupyter[i]])),
+            `**${formatRatio(rateOf([round]) / rateOf([jupyter[i]]))}**`
+          ]
+        : []),
       `${formatMs(archiveLatency.p50)} / ${formatMs(archiveLatency.p99)}`,
       `${formatMs(rawLatency.p50)} / ${formatMs(rawLatency.p99)}`,
       cores(others, seconds)
@@ -876,11 +937,13 @@ function throughputSection(result: IThroughputResult, run: IRunResult): string[]
     'PUTs answered/s (archiving on)',
     'last PUT answered → journal empty',
     ...(withOff ? ['saves/s with archiving off', 'archived/off'] : []),
+    ...(withJupyter ? ['plain Jupyter saves/s', 'archived/Jupyter'] : []),
     'gateway PUT p50 / p99 (on)',
     'raw PutObject p50 / p99',
     'other processes (cores)'
   ];
   const offLatency = latency(off.flatMap(round => round.latencies));
+  const jupyterLatency = latency(jupyter.flatMap(round => round.latencies));
   return [
     `### 1. Sustained archive throughput (${plan.saves.toLocaleString('en-US')} saves over ${plan.paths} paths, ${plan.concurrency} at a time)`,
     '',
@@ -890,6 +953,10 @@ function throughputSection(result: IThroughputResult, run: IRunResult): string[]
     `| all | ${formatRate(rateOf(archive))} | ${formatRate(rateOf(raw))} | median **${formatRatio(ratio)}**, pooled ${formatRatio(pooled)} | ${formatRate(requestRateOf(archive))} | | ${
       withOff
         ? `${formatRate(requestRateOf(off))} | ${formatRatio(rateOf(archive) / rateOf(off))} | `
+        : ''
+    }${
+      withJupyter
+        ? `${formatRate(requestRateOf(jupyter))} | **${formatRatio(rateOf(archive) / rateOf(jupyter))}** | `
         : ''
     }${formatMs(latency(archive.flatMap(r => r.latencies)).p50)} / ${formatMs(latency(archive.flatMap(r => r.latencies)).p99)} | ${formatMs(latency(raw.flatMap(r => r.latencies)).p50)} / ${formatMs(latency(raw.flatMap(r => r.latencies)).p99)} | |`,
     '',
@@ -903,6 +970,11 @@ function throughputSection(result: IThroughputResult, run: IRunResult): string[]
         ? `For comparison, the same saves also go through the gateway with archiving off, timed to the last answer (PUT p50 / p99 ${formatMs(offLatency.p50)} / ${formatMs(offLatency.p99)}): ` +
           'what the contents API alone sustains on this machine. '
         : '') +
+      (withJupyter
+        ? `The reference: the same saves, same client and schedule, to plain Jupyter Server (no gateway, no archiving; its own root), ` +
+          `timed to the last answer (PUT p50 / p99 ${formatMs(jupyterLatency.p50)} / ${formatMs(jupyterLatency.p99)}); ` +
+          'archived/Jupyter compares saves archived per second with the saves per second plain Jupyter answers. '
+        : '') +
       `Each kind goes first in turn, after a warm-up of ${plan.warmup} of each.`,
     '',
     'CPU per save (or per raw write) and cores used, over these rounds:',
@@ -911,6 +983,9 @@ function throughputSection(result: IThroughputResult, run: IRunResult): string[]
     cpuRow('saves, archiving on', archive, true),
     cpuRow('raw PutObject', raw, false),
     ...(withOff ? [cpuRow('saves, archiving off', off, true)] : []),
+    ...(withJupyter
+      ? [cpuRow('saves, plain Jupyter Server (its CPU in the gateway columns)', jupyter, true)]
+      : []),
     '',
     `Raw total CPU per write ÷ archived total CPU per save: ${formatRatio(cpuPerItem(raw, false) / cpuPerItem(archive, true))}; ` +
       "when the cores are the limit (a total near the machine's cores), that is about the throughput ratio to expect. " +
@@ -957,8 +1032,10 @@ function latencySection(result: ILatencyResult): string[] {
 }
 
 function onOffStats(result: IOnOffResult): Record<'on' | 'off', ILatency> & {
+  /** Plain Jupyter Server, when it ran. */
+  jupyter: ILatency | undefined;
   cpu: Record<
-    'on' | 'off',
+    PacedSide,
     { gateway: number; minio: number; kernel: number; others: number; saves: number }
   >;
   /** on/off p50 of each round (the two sides' rounds of the same index ran back to back). */
@@ -968,15 +1045,15 @@ function onOffStats(result: IOnOffResult): Record<'on' | 'off', ILatency> & {
   /** on − off p50 of each round, ms. */
   differences: number[];
 } {
-  const get = (side: 'on' | 'off') => result.rounds.filter(round => round.side === side);
+  const get = (side: PacedSide) => result.rounds.filter(round => round.side === side);
   const p50s = (side: 'on' | 'off'): number[] =>
     get(side).map(round => latency(round.saves.map(save => save.putMs)).p50);
   const [onP50, offP50] = [p50s('on'), p50s('off')];
   const ratios = onP50.map((p50, i) => p50 / offP50[i]);
   const differences = onP50.map((p50, i) => p50 - offP50[i]);
-  const stats = (side: 'on' | 'off'): ILatency =>
+  const stats = (side: PacedSide): ILatency =>
     latency(get(side).flatMap(round => round.saves.map(save => save.putMs)));
-  const cpu = (side: 'on' | 'off') => {
+  const cpu = (side: PacedSide) => {
     const rounds = get(side);
     const sum = rounds.reduce((acc, round) => addCpu(acc, round.cpu), NO_CPU);
     const seconds = rounds.reduce((acc, round) => acc + round.seconds, 0);
@@ -992,7 +1069,8 @@ function onOffStats(result: IOnOffResult): Record<'on' | 'off', ILatency> & {
   return {
     on: stats('on'),
     off: stats('off'),
-    cpu: { on: cpu('on'), off: cpu('off') },
+    jupyter: get('jupyter').length > 0 ? stats('jupyter') : undefined,
+    cpu: { on: cpu('on'), off: cpu('off'), jupyter: cpu('jupyter') },
     ratios,
     ratio: median(ratios),
     differences
@@ -1001,13 +1079,13 @@ function onOffStats(result: IOnOffResult): Record<'on' | 'off', ILatency> & {
 
 function onOffSection(result: IOnOffResult): string[] {
   const { plan } = result;
-  const { on, off, cpu, ratios, ratio, differences } = onOffStats(result);
-  const perRound = (side: 'on' | 'off'): string =>
+  const { on, off, jupyter, cpu, ratios, ratio, differences } = onOffStats(result);
+  const perRound = (side: PacedSide): string =>
     result.rounds
       .filter(round => round.side === side)
       .map(round => formatMs(latency(round.saves.map(save => save.putMs)).p50))
       .join(', ');
-  const row = (label: string, l: ILatency, side: 'on' | 'off'): string =>
+  const row = (label: string, l: ILatency, side: PacedSide): string =>
     `| ${label} | ${l.n} | ${formatMs(l.p50)} | ${formatMs(l.p90)} | ${formatMs(l.p99)} | ${formatMs(l.max)} | ${perRound(side)} | ${us(cpu[side].gateway)} | ${us(cpu[side].minio)} | ${us(cpu[side].kernel)} | ${cpu[side].others.toFixed(2)} |`;
   const drain = latency(result.rounds.filter(r => r.side === 'on').map(r => r.drainMs));
   return [
@@ -1017,6 +1095,16 @@ function onOffSection(result: IOnOffResult): string[] {
     '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     row('archiving on (MinIO)', on, 'on'),
     row('archiving off (`workspace_prefix` empty)', off, 'off'),
+    ...(jupyter !== undefined
+      ? [
+          row(
+            '**plain Jupyter Server** (no gateway; its CPU in the gateway column)',
+            jupyter,
+            'jupyter'
+          ),
+          `| on/Jupyter, pooled (on − Jupyter) | | **${formatRatio(on.p50 / jupyter.p50)}** (${formatSignedMs(on.p50 - jupyter.p50)}) | ${formatRatio(on.p90 / jupyter.p90)} | **${formatRatio(on.p99 / jupyter.p99)}** | ${formatRatio(on.max / jupyter.max)} | | ${formatRatio(cpu.on.gateway / cpu.jupyter.gateway)} | | | |`
+        ]
+      : []),
     `| on/off, pooled (on − off) | | ${formatRatio(on.p50 / off.p50)} (${formatSignedMs(on.p50 - off.p50)}) | ${formatRatio(on.p90 / off.p90)} | ${formatRatio(on.p99 / off.p99)} | ${formatRatio(on.max / off.max)} | ${ratios.map(formatRatio).join(', ')} | ${formatRatio(cpu.on.gateway / cpu.off.gateway)} | | ${formatRatio(cpu.on.kernel / cpu.off.kernel)} | |`,
     '',
     `The target is checked against the median of the rounds' on/off p50 ratios: **${formatRatio(ratio)}** ` +
@@ -1025,8 +1113,11 @@ function onOffSection(result: IOnOffResult): string[] {
       'percentiles (the last row) blurs the difference the rounds show side by side.',
     '',
     'PUT latency is from the first byte sent to the last byte of the answer, one keep-alive client, the saves sent on a ' +
-      `fixed schedule whether or not the previous one was answered. Rounds alternate between the gateways (the one that goes ` +
-      `first alternates too), after ${plan.warmup} warm-up saves each; an "on" round lasts until its journal is empty ` +
+      `fixed schedule whether or not the previous one was answered. Rounds alternate between the ${
+        jupyter !== undefined
+          ? 'gateways and plain Jupyter Server (the reference, same client and schedule)'
+          : 'gateways'
+      } (the one that goes first rotates too), after ${plan.warmup} warm-up saves each; an "on" round lasts until its journal is empty ` +
       `(${formatMs(drain.p50)} p50 after its last answer), so its CPU columns include the uploads.`,
     ''
   ];
@@ -1044,7 +1135,7 @@ function checks(run: IRunResult): ITargetCheck[] {
     });
   }
   if (run.onoff) {
-    const { on, off, ratio, differences } = onOffStats(run.onoff);
+    const { on, off, jupyter, ratio, differences } = onOffStats(run.onoff);
     list.push({
       text:
         `save latency p50 with archiving on ≤ ${TARGET_SAVE_LATENCY_RATIO}x off: ${formatRatio(ratio)} ` +
@@ -1053,6 +1144,28 @@ function checks(run: IRunResult): ITargetCheck[] {
         `p99 ${formatMs(on.p99)} vs ${formatMs(off.p99)}, ${formatRatio(on.p99 / off.p99)})`,
       met: ratio <= TARGET_SAVE_LATENCY_RATIO
     });
+    if (jupyter !== undefined) {
+      list.push(
+        {
+          text: `paced save p50 archiving on ≤ ${TARGET_JUPYTER_P50_RATIO.toFixed(1)}x plain Jupyter: ${formatRatio(on.p50 / jupyter.p50)} (${formatMs(on.p50)} vs ${formatMs(jupyter.p50)}, pooled)`,
+          met: on.p50 / jupyter.p50 <= TARGET_JUPYTER_P50_RATIO
+        },
+        {
+          text: `paced save p99 archiving on ≤ ${TARGET_JUPYTER_P99_RATIO.toFixed(1)}x plain Jupyter: ${formatRatio(on.p99 / jupyter.p99)} (${formatMs(on.p99)} vs ${formatMs(jupyter.p99)}, pooled)`,
+          met: on.p99 / jupyter.p99 <= TARGET_JUPYTER_P99_RATIO
+        }
+      );
+    }
+  }
+  if (run.throughput) {
+    const { archive, jupyter } = throughputPairs(run.throughput);
+    if (jupyter.length > 0) {
+      const burst = rateOf(archive) / rateOf(jupyter);
+      list.push({
+        text: `burst saves archived/s ≥ ${TARGET_JUPYTER_BURST_RATIO.toFixed(1)}x plain Jupyter's saves/s: ${formatRatio(burst)} (${formatRate(rateOf(archive))} vs ${formatRate(rateOf(jupyter))}, pooled)`,
+        met: burst >= TARGET_JUPYTER_BURST_RATIO
+      });
+    }
   }
   return list;
 }
@@ -1093,7 +1206,8 @@ type GatewayRole = 'on' | 'off' | 'debug';
 async function startGateway(
   role: GatewayRole,
   minio: IObjectServer,
-  profileDir: string | undefined
+  profileDir: string | undefined,
+  spansDir: string | undefined
 ): Promise<IGatewayProcess> {
   const args = [
     ...labDefaults(),
@@ -1103,11 +1217,18 @@ async function startGateway(
     `--StoreSettings.object_bucket=${BUCKET}`
   ];
   if (role === 'off') args.push('--StoreSettings.workspace_prefix=');
-  let nodeOptions = '';
+  const preloads: string[] = [];
   if (profileDir !== undefined && role === 'on') {
     await mkdir(profileDir, { recursive: true });
-    nodeOptions = `--require ${await writeProfilerPreload(profileDir)}`;
+    preloads.push(`--require ${await writeProfilerPreload(profileDir)}`);
   }
+  if (spansDir !== undefined && role !== 'debug') {
+    await mkdir(spansDir, { recursive: true });
+    preloads.push(
+      `--require ${await writeSpanPreload(spansDir, join(REPO_ROOT, 'packages', 'server', 'lib'))}`
+    );
+  }
+  const nodeOptions = preloads.join(' ');
   const gateway = await startGatewayProcess({
     args,
     env: {
@@ -1130,6 +1251,27 @@ async function startGateway(
   if (role === 'off') log(`off gateway: archiving is off (${String(line.reason)})`);
   log(`${role} gateway on port ${gateway.record.port} (pid ${gateway.record.pid})`);
   return gateway;
+}
+
+/**
+ * Start plain Jupyter Server (the venv's, default contents manager, no gateway, no archiving)
+ * on its own root with the benchmark's directories: the reference the saves are compared with.
+ */
+async function startPlainJupyter(sockets: number): Promise<IPlainJupyter> {
+  const base = await mkdtemp(join(tmpdir(), 'jupyter-store-bench-plain-'));
+  cleanups.push(() => rm(base, { recursive: true, force: true }));
+  const rootDir = join(base, 'root');
+  for (const dir of ['tp', 'onoff']) await mkdir(join(rootDir, dir), { recursive: true });
+  const server = await startJupyterServer({ rootDir, stateDir: join(base, 'state') });
+  const saver = new ContentsSaver(
+    { port: server.port, baseUrl: server.baseUrl, token: server.token },
+    'plain Jupyter Server',
+    sockets
+  );
+  // Cleanups run last-in first-out: the client, then the server, then its directory.
+  cleanups.push(() => server.stop());
+  cleanups.push(async () => saver.close());
+  return { server, saver };
 }
 
 /** The measurements of this file; resolves with whether their targets were met. */
@@ -1164,19 +1306,29 @@ async function runSaves(command: string): Promise<boolean> {
   const profileDir = options.profile
     ? join(tmpdir(), 'jupyter-store-bench-profiles', `archive-${Date.now()}`)
     : undefined;
+  const spansDir = options.spans
+    ? join(tmpdir(), 'jupyter-store-bench-spans', `archive-${Date.now()}`)
+    : undefined;
   const roles: GatewayRole[] = [];
   if (phases.includes('throughput') || phases.includes('onoff')) roles.push('on', 'off');
   if (phases.includes('latency')) roles.push('debug');
   log(`starting jupyter-store lab: ${roles.join(', ')}`);
   const gateways = new Map<GatewayRole, IGatewayProcess>();
   await Promise.all(
-    roles.map(async role => gateways.set(role, await startGateway(role, minio, profileDir)))
+    roles.map(async role =>
+      gateways.set(role, await startGateway(role, minio, profileDir, spansDir))
+    )
   );
   const savers = new Map<GatewayRole, SaveClient>();
   for (const [role, gateway] of gateways) {
     const saver = new SaveClient(gateway, `${role} gateway`, plan.throughput.concurrency);
     savers.set(role, saver);
     cleanups.push(async () => saver.close());
+  }
+  let jupyter: IPlainJupyter | undefined;
+  if (phases.includes('throughput') || phases.includes('onoff')) {
+    jupyter = await startPlainJupyter(plan.throughput.concurrency);
+    log(`plain Jupyter Server on port ${jupyter.server.port} (pid ${jupyter.server.pid})`);
   }
   const saver = (role: GatewayRole): SaveClient => {
     const found = savers.get(role);
@@ -1208,7 +1360,7 @@ async function runSaves(command: string): Promise<boolean> {
   if (phases.includes('throughput')) {
     const t = Date.now();
     throughput = await measureThroughput(
-      { on: saver('on'), off: savers.get('off') },
+      { on: saver('on'), off: savers.get('off'), jupyter },
       workload,
       s3,
       writer,
@@ -1219,7 +1371,12 @@ async function runSaves(command: string): Promise<boolean> {
   }
   if (phases.includes('onoff')) {
     const t = Date.now();
-    onoff = await measureOnOff({ on: saver('on'), off: saver('off') }, workload, minio, plan.onoff);
+    onoff = await measureOnOff(
+      { on: saver('on'), off: saver('off'), jupyter },
+      workload,
+      minio,
+      plan.onoff
+    );
     log(`save latency on/off: ${((Date.now() - t) / 1000).toFixed(1)} s`);
   }
   if (phases.includes('latency')) {
@@ -1245,6 +1402,21 @@ async function runSaves(command: string): Promise<boolean> {
     log(`wrote ${DOCS_FILE}`);
   }
 
+  if (spansDir !== undefined) {
+    for (const role of ['on', 'off'] as const) {
+      const gateway = gateways.get(role);
+      if (gateway === undefined) continue;
+      await gateway.stop('SIGTERM', 60_000);
+      const file = join(spansDir, `${gateway.record.pid}.spans.json`);
+      if (!existsSync(file)) {
+        log(`no ${file}: did the ${role} gateway exit cleanly?`);
+        continue;
+      }
+      process.stdout.write(
+        `\n${formatSpans(await readSpans(file), `### Save spans of the "${role}" gateway (${file})`)}\n`
+      );
+    }
+  }
   if (profileDir !== undefined) {
     const on = gateways.get('on');
     if (on !== undefined) {
