@@ -8,6 +8,7 @@ const shared = {
   transform: { '^.+\\.ts$': tsJest },
   moduleNameMapper: {
     '^@jupyter-store/contract$': '<rootDir>/packages/contract/src/index.ts',
+    '^@jupyter-store/diff$': '<rootDir>/packages/diff/src/index.ts',
     '^@jupyter-store/client$': '<rootDir>/packages/client/src/index.ts'
   }
 };

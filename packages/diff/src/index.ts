@@ -1,0 +1,2 @@
+/** Notebook diffs in nbdime's format. */
+export {};
