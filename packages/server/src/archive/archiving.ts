@@ -104,7 +104,9 @@ export class Archiving {
       store,
       bucket,
       prefix: settings.workspace_prefix,
-      journal: new ArchiveJournal(settings.journal_dir),
+      journal: new ArchiveJournal(settings.journal_dir, {
+        beforeForget: entries => manager.settleJournalled(entries)
+      }),
       maxThreads: settings.max_threads,
       log: archiveLog,
       backoff: { capMs: settings.archive_retry_max_seconds * 1000, ...options.backoff },
@@ -119,7 +121,9 @@ export class Archiving {
       log: archiveLog,
       ...options.intake
     }));
-    intake.replayed(await queue.start());
+    const replayed = await queue.start();
+    await manager.recoverJournalled(replayed);
+    intake.replayed(replayed);
     const scan = new ReconciliationScan({
       rootDir,
       filter,
@@ -133,7 +137,14 @@ export class Archiving {
 
     options.relayedSaves?.(apiPath => intake.relayedSave(apiPath));
     manager.addWriteGate(apiPath => intake.holdObservation(apiPath));
-    manager.addSaveHook(event => intake.saved(event.path, event.bytes));
+    manager.addSaveHook(
+      event =>
+        intake.saved(event.path, event.bytes, 'gateway', {
+          written: event.written,
+          signature: event.signature
+        }),
+      { journals: true }
+    );
     manager.onChanged(change => {
       // Saves and copies reach the intake through the save hook, with their bytes.
       if (change.action === 'rename') intake.renamed(change.from, change.to, 'gateway');

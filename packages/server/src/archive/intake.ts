@@ -13,7 +13,7 @@ import {
   type IFileStat
 } from './archiveIndex';
 import type { ArchiveFilter } from './filter';
-import type { IJournalEntry } from './journal';
+import type { IAppendOptions, IJournalEntry } from './journal';
 import type { ArchiveQueue } from './queue';
 import { CHANGE_SOURCES, type ChangeSource, type IChangeSink } from './sources/changes';
 
@@ -112,13 +112,23 @@ export class ArchiveIntake implements IChangeSink {
   }
 
   /**
-   * The gateway's own save: bytes in hand, already on disk. Resolves once they are journalled
+   * The gateway's own save: bytes in hand, already written. Resolves once they are journalled
    * durably (or found equal to what is already journalled durably or archived).
+   *
+   * @param save - what the record must also hold when the file was written without fsyncs
+   *   (`written`) or the signature not committed yet (`signature`).
+   * @returns true when this save was journalled durably with `save`, so that the journal stands
+   *   in for the file's fsyncs; false when nothing was journalled (the caller syncs).
    */
-  async saved(apiPath: string, bytes: Buffer, source: ChangeSource = 'gateway'): Promise<void> {
+  async saved(
+    apiPath: string,
+    bytes: Buffer,
+    source: ChangeSource = 'gateway',
+    save: Pick<IAppendOptions, 'written' | 'signature'> = {}
+  ): Promise<boolean> {
     this._counts[source].seen++;
     this._savesReported.set(apiPath, (this._savesReported.get(apiPath) ?? 0) + 1);
-    if (!this._filter.covers(apiPath)) return;
+    if (!this._filter.covers(apiPath)) return false;
     const sha256 = hash(bytes);
     this._bumpGeneration(apiPath);
     this._cancelPendingDelete(apiPath);
@@ -131,7 +141,7 @@ export class ArchiveIntake implements IChangeSink {
     );
     if (known?.sha256 === sha256 && (known.archived || known.durable)) {
       await statRead;
-      return;
+      return false;
     }
     // Same bytes queued by a look, but not durably: journal them durably, compared with the
     // latest object before upload so that the bucket gets them once.
@@ -144,9 +154,15 @@ export class ArchiveIntake implements IChangeSink {
       durable: true
     });
     await Promise.all([
-      this._enqueue(apiPath, bytes, { source, durable: true, checkLatest, sha256 }, holder),
+      this._enqueue(
+        apiPath,
+        bytes,
+        { source, durable: true, checkLatest, sha256, ...save },
+        holder
+      ),
       statRead
     ]);
+    return true;
   }
 
   /**

@@ -3,6 +3,8 @@ import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { writeFileAtomic } from '../contents/fileio';
+import type { IWrittenSave } from '../contents/manager';
+import type { ISignature } from '../contents/trust';
 import type { ChangeSource } from './sources/changes';
 
 /** What the journal keeps about one save waiting to be archived. */
@@ -31,10 +33,17 @@ export interface IJournalEntry {
    * was not saved at a clean stop): compare before uploading, so nothing is archived twice.
    */
   readonly checkLatest?: boolean;
+  /**
+   * The gateway wrote the file without fsyncs and this record is what makes the save durable:
+   * what a repair after a power cut needs (see `ContentsManager.recoverJournalled`).
+   */
+  readonly written?: IWrittenSave;
+  /** The notebook's signature, whose database commit may not have happened yet. */
+  readonly signature?: ISignature;
 }
 
 /** The entry of a record, without its bytes (what callers keep after the queue took it). */
-export function entryOf(record: IJournalRecord): IJournalEntry {
+export function entryOf(record: IJournalEntry & { readonly content?: Buffer }): IJournalEntry {
   const entry: { -readonly [K in keyof IJournalRecord]?: IJournalRecord[K] } = { ...record };
   delete entry.content;
   return entry as IJournalEntry;
@@ -58,6 +67,8 @@ export interface IAppendOptions {
   readonly queuedAt?: number;
   /** The content's SHA-256 (hex) when the caller has it already; computed otherwise. */
   readonly sha256?: string;
+  readonly written?: IWrittenSave;
+  readonly signature?: ISignature;
 }
 
 /** An entry with the bytes it archives. */
@@ -78,7 +89,12 @@ export interface IJournalRecord extends IJournalEntry {
  * process from replaying the same journal.
  */
 export class ArchiveJournal {
-  constructor(readonly dir: string) {}
+  constructor(
+    readonly dir: string,
+    options: ArchiveJournal.IOptions = {}
+  ) {
+    this._beforeForget = options.beforeForget;
+  }
 
   /**
    * Take the journal (creating it if needed) and return the records left by earlier runs, in
@@ -97,8 +113,10 @@ export class ArchiveJournal {
         continue;
       }
       const record = await this._read(file);
-      if (record) records.push(record);
-      else await this._setAside(name);
+      if (record) {
+        records.push(record);
+        this._noteSettling(record);
+      } else await this._setAside(name);
     }
     records.sort((a, b) => a.seq - b.seq);
     this._nextSeq = (records.at(-1)?.seq ?? (await this._lastSeqOnRecord())) + 1;
@@ -124,7 +142,9 @@ export class ArchiveJournal {
       ...(options.action && options.action !== 'put' ? { action: options.action } : {}),
       ...(options.renamedFrom !== undefined ? { renamedFrom: options.renamedFrom } : {}),
       ...(options.source ? { source: options.source } : {}),
-      ...(options.checkLatest ? { checkLatest: true } : {})
+      ...(options.checkLatest ? { checkLatest: true } : {}),
+      ...(options.written ? { written: options.written } : {}),
+      ...(options.signature ? { signature: options.signature } : {})
     };
     const header = Buffer.from(`${JSON.stringify(entry)}\n`, 'utf8');
     if (options.durable === false && content.length <= SMALL_RECORD_BYTES) {
@@ -133,6 +153,7 @@ export class ArchiveJournal {
       await writeFileAtomic(this._file(seq), [header, content], { durable: options.durable });
     }
     this._highestSeq = Math.max(this._highestSeq, seq);
+    this._noteSettling(entry);
     return { ...entry, content };
   }
 
@@ -142,17 +163,25 @@ export class ArchiveJournal {
    * #### Notes
    * The directory is not fsynced: if a crash brings the record back, the replay finds through
    * its save id that it already arrived, so durability here would only cost time.
+   *
+   * A record that stands in for fsyncs not made (a save's file, a signature not committed yet)
+   * is forgotten only after `beforeForget` made those durable; that happens in the background,
+   * a batch at a time, so that the queue does not wait for it, and {@link close} waits for it.
    */
   async remove(seq: number): Promise<void> {
-    try {
-      await fs.unlink(this._file(seq));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    const settling = this._settling.get(seq);
+    if (settling && this._beforeForget) {
+      this._settling.delete(seq);
+      this._toForget.push(settling);
+      this._forgetting ??= this._forgetBatches(this._beforeForget);
+      return;
     }
+    await this._unlink(seq);
   }
 
-  /** Remember the highest sequence number and release the lock. */
+  /** Wait for what {@link remove} left to finish, remember the highest number, release the lock. */
   async close(): Promise<void> {
+    await this._forgetting;
     if (this._locked) {
       // After a crash the pending files carry the highest number instead.
       if (this._highestSeq > 0) {
@@ -182,6 +211,40 @@ export class ArchiveJournal {
     } catch (error) {
       rmSync(temporary, { force: true });
       throw error;
+    }
+  }
+
+  private _noteSettling(entry: IJournalEntry): void {
+    if (entry.written || entry.signature) this._settling.set(entry.seq, entryOf(entry));
+  }
+
+  /**
+   * Settle and unlink the records given to {@link remove}, in batches: the saves of a burst
+   * share the fsyncs of a path and one signature commit. A batch that cannot be settled stays
+   * on disk, and the next start settles it again.
+   */
+  private async _forgetBatches(
+    beforeForget: NonNullable<ArchiveJournal.IOptions['beforeForget']>
+  ): Promise<void> {
+    await new Promise(resolve => setImmediate(resolve));
+    while (this._toForget.length > 0) {
+      const batch = this._toForget;
+      this._toForget = [];
+      try {
+        await beforeForget(batch);
+      } catch {
+        continue;
+      }
+      await Promise.all(batch.map(entry => this._unlink(entry.seq).catch(() => undefined)));
+    }
+    this._forgetting = undefined;
+  }
+
+  private async _unlink(seq: number): Promise<void> {
+    try {
+      await fs.unlink(this._file(seq));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
   }
 
@@ -241,11 +304,27 @@ export class ArchiveJournal {
     throw new Error(`cannot lock the archive journal ${this.dir}`);
   }
 
+  private readonly _beforeForget: ArchiveJournal.IOptions['beforeForget'];
+  /** Records that stand in for fsyncs not made, by sequence number, until they are settled. */
+  private readonly _settling = new Map<number, IJournalEntry>();
+  private _toForget: IJournalEntry[] = [];
+  private _forgetting: Promise<void> | undefined;
   private _nextSeq = 1;
   private _highestSeq = 0;
   private _locked = false;
   /** Distinguishes save ids of this run from those of earlier runs with the same numbers. */
   private readonly _runId = randomBytes(6).toString('hex');
+}
+
+/** Options of {@link ArchiveJournal}. */
+export namespace ArchiveJournal {
+  export interface IOptions {
+    /**
+     * Make durable what records with `written` or `signature` stand in for, before they are
+     * forgotten (the contents manager's `settleJournalled`).
+     */
+    beforeForget?: (entries: readonly IJournalEntry[]) => Promise<void>;
+  }
 }
 
 const PENDING = 'pending';

@@ -76,16 +76,17 @@ export class ArchiveQueue {
   /**
    * Take the journal, check the bucket, and queue the records left by earlier runs.
    *
-   * @returns those records, in journal order, so that the caller knows what is still on its way.
+   * @returns those records, in journal order, so that the caller knows what is still on its way
+   *   (and can finish saves the disk may not hold).
    */
-  async start(): Promise<readonly IJournalEntry[]> {
+  async start(): Promise<readonly IJournalRecord[]> {
     const left = await this._journal.open();
     if (left.length > 0) {
       this._log.info({ pending: left.length }, 'replaying archives left by an earlier run');
     }
     void this._checkStorage();
     for (const record of left) this._schedule(record, true);
-    return left.map(entryOf);
+    return left;
   }
 
   /**

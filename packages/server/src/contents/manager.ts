@@ -23,9 +23,9 @@ import {
   type NotebookNode
 } from './nbformat';
 import { baseName, joinApiPath, normalizeApiPath, parentPath, RootResolver } from './paths';
-import { RootFs, type PinnedDir } from './rootFs';
+import { RootFs, type IFileIdentity, type IWrittenFile, type PinnedDir } from './rootFs';
 import { moveToTrash } from './trash';
-import { NotebookNotary } from './trust';
+import { NotebookNotary, type ISignature } from './trust';
 
 /** What the save hook receives after every successful save. */
 export interface ISavedEvent {
@@ -37,17 +37,42 @@ export interface ISavedEvent {
   readonly bytes: Buffer;
   /** When the save finished (ms since the epoch). */
   readonly savedAt: number;
+  /**
+   * The file as written: not yet fsynced when a journalling hook is installed (see
+   * {@link AwaitedSaveHook}), with what was at the path before, to repair it after a power cut.
+   */
+  readonly written?: IWrittenSave;
+  /**
+   * The notebook's signature, when the save trusted it and its database write may still be on
+   * its way (a journalling hook records it, and the notary restores it after a crash).
+   */
+  readonly signature?: ISignature;
 }
 
-/** A save hook listener. It runs after the bytes are durable and must not throw or block. */
+/** A save written without fsyncs, and what a repair needs to tell whether it reached the disk. */
+export interface IWrittenSave {
+  /** The new file as written. */
+  readonly after?: IFileIdentity;
+  /** What was at the path before the save; null for nothing. */
+  readonly before: IFileIdentity | null;
+}
+
+/** A save hook listener. It runs after the save is answered and must not throw or block. */
 export type SaveListener = (event: ISavedEvent) => void;
 
 /**
- * A save hook the save waits for (the archive journal): it runs after the bytes are durable and
- * before the save is answered. If it rejects, the save answers 503: the bytes are on disk, but
- * what the hook promises (an archive) is not guaranteed, so the user is told to save again.
+ * A save hook the save waits for (the archive journal), before the save is answered. If it
+ * rejects, the save answers 503: the bytes are on disk, but what the hook promises (an archive)
+ * is not guaranteed, so the user is told to save again.
+ *
+ * #### Notes
+ * A hook added with `journals: true` is a write-ahead log: while one is installed, a save writes
+ * its file without fsyncs and does not wait for its signature's database commit, and the hook
+ * resolves `true` once it holds the bytes (and the event's `written` and `signature`) durably.
+ * A save no hook answers `true` for (unchanged bytes, a path the archive does not cover) is made
+ * durable by the manager itself before it is answered: one fsync on the answer path, not four.
  */
-export type AwaitedSaveHook = (event: ISavedEvent) => Promise<void>;
+export type AwaitedSaveHook = (event: ISavedEvent) => Promise<boolean | void>;
 
 /**
  * A change the manager made, as Jupyter's `contents_service` events name them: every successful
@@ -135,10 +160,86 @@ export class ContentsManager {
     };
   }
 
-  /** Add a save hook that every save waits for; returns a function that removes it. */
-  addSaveHook(hook: AwaitedSaveHook): () => void {
+  /**
+   * Add a save hook that every save waits for; returns a function that removes it.
+   *
+   * @param options.journals - the hook journals saves durably (see {@link AwaitedSaveHook}).
+   */
+  addSaveHook(hook: AwaitedSaveHook, options: { journals?: boolean } = {}): () => void {
     this.hooks.add(hook);
-    return () => this.hooks.delete(hook);
+    if (options.journals) this.journals.add(hook);
+    return () => {
+      this.hooks.delete(hook);
+      this.journals.delete(hook);
+    };
+  }
+
+  /**
+   * Make saves that a journalling hook recorded durable on their own, so that the journal may
+   * forget them: fsync each file (whatever is at its path now) and its directory, and wait for
+   * the signatures' commits.
+   */
+  async settleJournalled(
+    saves: readonly { path: string; written?: unknown; signature?: unknown }[]
+  ): Promise<void> {
+    const paths = new Set(saves.filter(save => save.written).map(save => save.path));
+    await Promise.all(
+      [...paths].map(async apiPath => {
+        try {
+          await this.files.syncFile(await this.resolver.resolve(apiPath));
+        } catch (error) {
+          // Gone, or a directory now: what is there was not written by this save.
+          if (!hasErrorCode(error, 'ENOENT', 'ENOTDIR', 'EISDIR')) throw error;
+        }
+      })
+    );
+    if (saves.some(save => save.signature)) await this.notary?.flushed();
+  }
+
+  /**
+   * After a crash, finish the saves a journalling hook holds but the disk may not: restore
+   * their signatures, and rewrite a file whose save did not reach the disk (what is there is
+   * still what was there before it, or the save's own file, torn). A file someone changed since
+   * is left alone; so is a path whose newest record is not a save.
+   *
+   * @param records - the journal's records left by the earlier run, in journal order.
+   */
+  async recoverJournalled(
+    records: readonly {
+      path: string;
+      action?: string;
+      content: Buffer;
+      sha256: string;
+      written?: IWrittenSave;
+      signature?: ISignature;
+    }[]
+  ): Promise<void> {
+    const signatures = records.flatMap(record => (record.signature ? [record.signature] : []));
+    if (signatures.length > 0 && this.notary) {
+      try {
+        await this.notary.restoreSignatures(signatures);
+      } catch (error) {
+        this.log(`could not restore ${signatures.length} notebook signatures: ${String(error)}`);
+      }
+    }
+    const newest = new Map(records.map(record => [record.path, record]));
+    for (const record of newest.values()) {
+      if (record.action === 'delete' || !record.written) continue;
+      try {
+        const osPath = await this.resolver.resolve(record.path);
+        let found: { bytes: Buffer; stats: Stats } | undefined;
+        try {
+          found = await this.files.readFile(osPath);
+        } catch (error) {
+          if (!hasErrorCode(error, 'ENOENT', 'ENOTDIR')) throw error;
+        }
+        if (!Private.saveWasLost(record.written, found, record.sha256)) continue;
+        this.log(`${record.path}: rewriting a save that a crash kept from reaching the disk`);
+        await this.files.writeFileAtomic(osPath, record.content);
+      } catch (error) {
+        this.log(`${record.path}: could not check the last save after a crash: ${String(error)}`);
+      }
+    }
   }
 
   /** Is the API path hidden (and so not served unless hidden files are allowed)? */
@@ -319,22 +420,34 @@ export class ContentsManager {
     await this.checkParentDirectory(normalized);
     let validationMessage: string | undefined;
     let saved: Buffer | undefined;
+    // With a journal installed, a whole save is written without fsyncs: the journal makes it
+    // durable (see AwaitedSaveHook).
+    const journalled = this.journals.size > 0;
+    let written: IWrittenSave | undefined;
+    let signing: { signature: ISignature; written: Promise<void> } | undefined;
     try {
       if (request.type === 'notebook') {
         const notebook = asNotebook(request.content);
-        const serialized = await this.serializeNotebook(normalized, notebook);
+        const serialized = await this.serializeNotebook(normalized, notebook, journalled);
         const bytes = serialized.bytes;
         validationMessage = serialized.validationMessage;
-        await this.files.writeFileAtomic(osPath, bytes);
+        signing = serialized.signing;
+        written = Private.notDurable(
+          await this.files.writeFileAtomic(osPath, bytes, { durable: !journalled })
+        );
         saved = bytes;
         if ((await this.checkpoints.list(normalized)).length === 0) {
           await this.checkpoints.create(normalized);
         }
       } else if (request.type === 'file') {
         const bytes = decodeFileContent(normalized, request.content, request.format);
-        if (chunk === undefined || chunk === null || chunk === 1) {
-          await this.files.writeFileAtomic(osPath, bytes);
-          if (chunk === undefined || chunk === null) saved = bytes;
+        const whole = chunk === undefined || chunk === null;
+        if (whole || chunk === 1) {
+          // The first chunk of an upload is no save yet: nothing journals it.
+          written = Private.notDurable(
+            await this.files.writeFileAtomic(osPath, bytes, { durable: !(journalled && whole) })
+          );
+          if (whole) saved = bytes;
         } else {
           // The last chunk reports the whole file, read back from the descriptor appended to.
           saved = await this.files.appendFile(osPath, bytes, { readBack: chunk === -1 });
@@ -345,20 +458,32 @@ export class ContentsManager {
         throw new HttpError(400, `Unhandled contents type: ${request.type}`, 'bad type');
       }
     } catch (error) {
+      void signing?.written.catch(() => undefined);
       throw toHttpError(error, normalized, 'saving');
     }
+    // Whatever happens next, a signature that could not be committed is reported once.
+    const signed = signing?.written.then(
+      () => true,
+      (error: unknown) => {
+        this.log(`could not sign ${normalized}; it stays untrusted: ${(error as Error).message}`);
+        return false;
+      }
+    );
     const model = await this.get(normalized, { content: false });
     if (validationMessage) model.message = validationMessage;
+    let carried = false;
     if (saved && request.type !== 'directory') {
       const event: ISavedEvent = {
         path: normalized,
         type: request.type as 'file' | 'notebook',
         bytes: saved,
-        savedAt: Date.now()
+        savedAt: Date.now(),
+        ...(written ? { written } : {}),
+        ...(signing ? { signature: signing.signature } : {})
       };
       for (const hook of this.hooks) {
         try {
-          await hook(event);
+          if ((await hook(event)) === true && this.journals.has(hook)) carried = true;
         } catch (error) {
           throw new HttpError(
             503,
@@ -369,6 +494,11 @@ export class ContentsManager {
         }
       }
       this.emitSaved(event);
+    }
+    if (!carried) {
+      // No journal holds this save: it is made durable here before it is answered.
+      if (written) await this.files.syncFile(osPath);
+      await signed;
     }
     this.emitChanged({ action: 'save', path: normalized });
     return model;
@@ -719,8 +849,13 @@ export class ContentsManager {
    */
   private async serializeNotebook(
     apiPath: string,
-    notebook: NotebookNode
-  ): Promise<{ bytes: Buffer; validationMessage?: string }> {
+    notebook: NotebookNode,
+    signLater = false
+  ): Promise<{
+    bytes: Buffer;
+    validationMessage?: string;
+    signing?: { signature: ISignature; written: Promise<void> };
+  }> {
     if (![1, 2, 3, 4].includes(notebook.nbformat)) {
       const found = JSON.stringify(notebook.nbformat) ?? 'missing';
       throw new HttpError(
@@ -730,6 +865,10 @@ export class ContentsManager {
       );
     }
     try {
+      if (signLater) {
+        const signing = this.signSoon(apiPath, notebook);
+        return { ...serializeNotebook(notebook), ...(signing ? { signing } : {}) };
+      }
       await this.signIfTrusted(apiPath, notebook);
       return serializeNotebook(notebook);
     } catch (error) {
@@ -754,6 +893,23 @@ export class ContentsManager {
       await this.notary.sign(notebook);
     } catch (error) {
       this.log(`could not sign ${apiPath}; it stays untrusted: ${(error as Error).message}`);
+    }
+  }
+
+  /**
+   * {@link signIfTrusted} without waiting for the database commit (see
+   * {@link NotebookNotary.signSoon}); the caller reports a failed write.
+   */
+  private signSoon(
+    apiPath: string,
+    notebook: NotebookNode
+  ): { signature: ISignature; written: Promise<void> } | undefined {
+    if (!this.notary || !this.notary.checkCells(notebook)) return undefined;
+    try {
+      return this.notary.signSoon(notebook);
+    } catch (error) {
+      this.log(`could not sign ${apiPath}; it stays untrusted: ${(error as Error).message}`);
+      return undefined;
     }
   }
 
@@ -841,6 +997,7 @@ export class ContentsManager {
   private readonly shouldHide: (name: string) => boolean;
   private readonly listeners = new Set<SaveListener>();
   private readonly hooks = new Set<AwaitedSaveHook>();
+  private readonly journals = new Set<AwaitedSaveHook>();
   private readonly changeListeners = new Set<(change: ContentsChange) => void>();
   private readonly writeGates = new Set<(apiPath: string) => () => void>();
   private readonly saveLocks = new Map<string, Promise<void>>();
@@ -988,4 +1145,38 @@ export function toHttpError(error: unknown, apiPath: string, action: string): Er
     return new HttpError(507, `No space left on the device while ${action} ${apiPath}`, 'no space');
   }
   return new HttpError(500, `Unexpected error while ${action} file: ${apiPath}`, 'unexpected');
+}
+
+namespace Private {
+  /** The written save, when it was written without fsyncs and so needs the journal. */
+  export function notDurable(file: IWrittenFile): IWrittenSave | undefined {
+    return file.durable ? undefined : { after: file.after, before: file.before };
+  }
+
+  /**
+   * Did a save written without fsyncs fail to reach the disk? Yes when the path holds exactly
+   * what it held before the save (same inode, size and time), or the save's own file (same inode
+   * and time) with other bytes (torn), or nothing where nothing was before. Anything else is a
+   * later change by someone else, which is left alone: another writer may rewrite our file in
+   * place (Jupyter does), but that gives it a new time.
+   */
+  export function saveWasLost(
+    written: IWrittenSave,
+    found: { bytes: Buffer; stats: Stats } | undefined,
+    sha256: string
+  ): boolean {
+    if (!found) return written.before === null;
+    if (createHash('sha256').update(found.bytes).digest('hex') === sha256) return false;
+    const { ino, size, mtimeMs } = found.stats;
+    // Within a millisecond: times set by other tools (a backup restored, `touch -r`) pass
+    // through a float of seconds and come back a few nanoseconds off, while two writers' turns
+    // are much further apart than that.
+    const sameTime = (time: number): boolean => Math.abs(time - mtimeMs) < 1;
+    const after = written.after;
+    if (after && after.ino === ino && sameTime(after.mtimeMs)) return true;
+    const before = written.before;
+    return (
+      before !== null && before.ino === ino && before.size === size && sameTime(before.mtimeMs)
+    );
+  }
 }

@@ -189,10 +189,35 @@ export class RootFs {
     osPath: string,
     data: Buffer | readonly Buffer[],
     options: IWriteOptions = {}
-  ): Promise<void> {
+  ): Promise<IWrittenFile> {
     const target = await this.openTarget(osPath);
     try {
-      await writeAtomicIn(target.dir, target.name, target.stats, data, options);
+      return await writeAtomicIn(target.dir, target.name, target.stats, data, options);
+    } finally {
+      await target.dir.close();
+    }
+  }
+
+  /**
+   * fsync a file written with `durable: false`, and its directory, so that it survives a power
+   * cut. The file may have been replaced or removed since: whatever is there now is synced, and
+   * a file that is gone needs nothing (its directory is synced all the same).
+   */
+  async syncFile(osPath: string): Promise<void> {
+    const target = await this.openTarget(osPath);
+    try {
+      if (target.stats?.isFile()) {
+        const handle = await fs.open(
+          target.dir.entry(target.name),
+          O_RDONLY | O_NOFOLLOW | O_NONBLOCK
+        );
+        try {
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+      }
+      await target.dir.sync();
     } finally {
       await target.dir.close();
     }
@@ -581,6 +606,23 @@ export interface IWriteOptions {
   times?: { atime: Date; mtime: Date };
 }
 
+/** What an atomic write did, for a caller that must repair it after a power cut. */
+export interface IWrittenFile {
+  /** Were the bytes and the new name fsynced (or the file written in place and fsynced)? */
+  readonly durable: boolean;
+  /** The new file as written, for a write that is not durable. */
+  readonly after?: IFileIdentity;
+  /** What was at the name before: inode, size and modification time (ms); null for nothing. */
+  readonly before: IFileIdentity | null;
+}
+
+/** Enough of a file's stats to tell whether it is still the same, unchanged file. */
+export interface IFileIdentity {
+  readonly ino: number;
+  readonly size: number;
+  readonly mtimeMs: number;
+}
+
 /**
  * Crash-safe writing of `name` in a pinned directory: a hidden temporary file created there
  * exclusively (never through a symlink), fsynced, renamed over the name, and the directory
@@ -596,7 +638,7 @@ export async function writeAtomicIn(
   existing: Stats | undefined,
   data: Buffer | readonly Buffer[],
   options: IWriteOptions = {}
-): Promise<void> {
+): Promise<IWrittenFile> {
   if (existing?.isDirectory()) {
     throw new HttpError(400, `${name} is a directory`, 'bad type');
   }
@@ -613,15 +655,18 @@ export async function writeAtomicIn(
   } catch (error) {
     // A writable file in a read-only directory: Jupyter writes it in place, and so do we.
     if (existing && hasErrorCode(error, 'EACCES', 'EPERM', 'EROFS')) {
-      return writeInPlace(dir.entry(name), data, options);
+      await writeInPlace(dir.entry(name), data, options);
+      return { durable: true, before: identityOf(existing) };
     }
     throw error;
   }
+  let after: IFileIdentity | undefined;
   try {
     await writeAll(handle, data);
     if (existing) await keepOwnership(handle, existing);
     if (options.times) await handle.utimes(options.times.atime, options.times.mtime);
     if (durable) await handle.sync();
+    else after = identityOf(await handle.stat());
   } catch (error) {
     await handle.close().catch(() => undefined);
     await fs.rm(temporary, { force: true });
@@ -635,6 +680,11 @@ export async function writeAtomicIn(
     throw error;
   }
   if (durable) await dir.sync();
+  return { durable, after, before: existing ? identityOf(existing) : null };
+}
+
+function identityOf(stats: Stats): IFileIdentity {
+  return { ino: stats.ino, size: stats.size, mtimeMs: stats.mtimeMs };
 }
 
 /** Is `candidate` the root or below it (both real, absolute paths)? */

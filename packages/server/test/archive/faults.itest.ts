@@ -15,7 +15,20 @@ import {
   type S3Client
 } from '@aws-sdk/client-s3';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import {
+  link,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  truncate,
+  utimes,
+  writeFile
+} from 'node:fs/promises';
+import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -526,6 +539,124 @@ describe('archive faults against MinIO', () => {
       paths.map(path => `${PREFIX}/${path}`).sort()
     );
     expect(dirname(first.record.upstream_url.replace(/^unix:/, ''))).toContain(tmp);
+  });
+
+  test('a power cut that lost saves the journal holds: the next start finishes them, and leaves later changes alone', async () => {
+    // With archiving on, a save writes its file without fsyncs and does not wait for its
+    // signature's commit: the journal record is what is durable. A power cut can't be made
+    // here, so each of its outcomes is put on disk by hand between a SIGKILL and the next start.
+    const bucket = 'faults-power';
+    await createVersionedBucket(minio, bucket);
+    const work = await scratchDir('power');
+    const rootDir = join(work, 'root');
+    const dataDir = join(work, 'data');
+    const tmp = join(work, 'tmp');
+    for (const dir of [rootDir, dataDir, tmp]) await mkdir(dir, { recursive: true });
+    const options: IArchivingGatewayOptions = {
+      rootDir,
+      // The same signature database and secret for both gateways.
+      env: { TMPDIR: tmp, JUPYTER_DATA_DIR: dataDir },
+      args: [`--StoreSettings.journal_dir=${join(work, 'journal')}`]
+    };
+    const journalDir = join(work, 'journal');
+    const first = await startArchivingGateway(minio, bucket, options);
+    const saved = new Map<string, ISaveResult[]>();
+    const saveOf = async (gateway: IGatewayProcess, path: string): Promise<ISaveResult> => {
+      const saves = saved.get(path) ?? [];
+      saved.set(path, saves);
+      const result = await save(gateway, newLabel(path, saves.length), true);
+      saves.push(result);
+      return result;
+    };
+    for (const path of ['renamed-back.ipynb', 'torn.ipynb', 'rewritten.ipynb']) {
+      await saveOf(first, path);
+    }
+    expect(
+      await waitForVersions(
+        client,
+        bucket,
+        new Map([...saved.keys()].map(path => [`${PREFIX}/${path}`, 1])),
+        30_000
+      )
+    ).toBe(true);
+    expect(await waitUntil(async () => (await pendingRecords(journalDir)) === 0, 10_000)).toBe(
+      true
+    );
+    // The file before the next save, kept alive by a second name (same inode, size and time).
+    await link(join(rootDir, 'renamed-back.ipynb'), join(work, 'renamed-back.before'));
+
+    await minio.stop();
+    for (const path of ['renamed-back.ipynb', 'torn.ipynb', 'rewritten.ipynb', 'created.ipynb']) {
+      await saveOf(first, path);
+    }
+    const tornStats = await stat(join(rootDir, 'torn.ipynb'));
+    expect(await pendingRecords(journalDir)).toBe(4);
+    first.child.kill('SIGKILL');
+    expect(await first.exited).toBe('SIGKILL');
+    killUpstreamGroup(first);
+
+    // What a power cut may leave: the rename of a save undone (the old file back in place), a
+    // save's new file with its bytes cut short, a new file gone, and no signature committed.
+    await rename(join(work, 'renamed-back.before'), join(rootDir, 'renamed-back.ipynb'));
+    await truncate(join(rootDir, 'torn.ipynb'), 100);
+    await utimes(join(rootDir, 'torn.ipynb'), tornStats.atime, tornStats.mtime);
+    await rm(join(rootDir, 'created.ipynb'));
+    const signatures = new DatabaseSync(join(dataDir, 'nbsignatures.db'));
+    signatures.exec('DELETE FROM nbsignatures');
+    signatures.close();
+    // And a change made after the crashed gateway's save, in place as Jupyter writes: kept.
+    const later = newLabel('rewritten.ipynb', 2);
+    const laterBytes = Buffer.from(
+      JSON.stringify((notebookModel(later) as { content: unknown }).content, null, 1)
+    );
+    await writeFile(join(rootDir, 'rewritten.ipynb'), laterBytes);
+
+    await minio.restart();
+    const second = await startArchivingGateway(minio, bucket, options);
+    for (const path of ['renamed-back.ipynb', 'torn.ipynb', 'created.ipynb']) {
+      const last = saved.get(path)!.at(-1)!.disk!;
+      expect({ path, bytes: (await readFile(join(rootDir, path))).toString('utf8') }).toEqual({
+        path,
+        bytes: last.toString('utf8')
+      });
+    }
+    expect((await readFile(join(rootDir, 'rewritten.ipynb'))).equals(laterBytes)).toBe(true);
+    // The signatures are back: the repaired notebook opens trusted.
+    const opened = await fetch(contentsUrl(second, 'renamed-back.ipynb'), {
+      headers: { Authorization: `token ${second.token}` }
+    });
+    const model = (await opened.json()) as {
+      content: { cells: { cell_type: string; metadata: { trusted?: boolean } }[] };
+    };
+    const code = model.content.cells.filter(cell => cell.cell_type === 'code');
+    expect(code.map(cell => cell.metadata.trusted)).toEqual([true]);
+    // Every save arrives once, in order, and the later change after them.
+    const expected = new Map([
+      [`${PREFIX}/renamed-back.ipynb`, 2],
+      [`${PREFIX}/torn.ipynb`, 2],
+      [`${PREFIX}/created.ipynb`, 1],
+      [`${PREFIX}/rewritten.ipynb`, 3]
+    ]);
+    expect(await waitForVersions(client, bucket, expected, 60_000)).toBe(true);
+    await sleep(1000);
+    const listed = await listVersions(client, bucket);
+    for (const [key, count] of expected)
+      expect({ key, n: listed.get(key)?.length }).toEqual({ key, n: count });
+    const rewritten = await archivedBodies(
+      client,
+      bucket,
+      `${PREFIX}/rewritten.ipynb`,
+      listed.get(`${PREFIX}/rewritten.ipynb`)!
+    );
+    expect(rewritten.map(labelOf)).toEqual([
+      ...saved.get('rewritten.ipynb')!.map(result => labelOf(result.disk!)),
+      labelOf(laterBytes)
+    ]);
+    await expectArchivedInOrder(
+      client,
+      bucket,
+      new Map([...saved].filter(([path]) => path !== 'rewritten.ipynb'))
+    );
   });
 
   test('50 concurrent saves to one path plus 500 to 50 other paths: every save archived, per-path order kept', async () => {

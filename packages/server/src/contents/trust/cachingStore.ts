@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import type { ISignatureStore } from './signatureStore';
+import type { ISignature, ISignatureStore } from './signatureStore';
 
 /**
  * A signature store in front of the shared SQLite database that answers repeated questions from
@@ -13,7 +13,13 @@ import type { ISignatureStore } from './signatureStore';
  * - remembers a miss only while the database file is unchanged (same inode, size and times) and
  *   for at most `missTtlMs`, so trust granted by another process is seen on the next open;
  * - writes a new signature through before the save returns, so another process sees it at once,
- *   and skips the write for a signature already recorded.
+ *   and skips the write for a signature already recorded;
+ * - group-commits: the signatures asked for while a write is on its way are written together
+ *   in the next transaction, so saves that arrive together share one commit (four fsyncs of
+ *   SQLite's rollback journal) instead of queueing for one each;
+ * - or, with {@link storeSignatureSoon}, trusts a signature in this process at once and commits
+ *   it in the background, for a caller that keeps the signature durable elsewhere meanwhile (the
+ *   archive journal) and can wait for {@link flushed} before it forgets it.
  * Skipped on a memory hit: refreshing `last_seen`, which only orders Python's culling.
  */
 export class CachingSignatureStore implements ISignatureStore {
@@ -32,9 +38,43 @@ export class CachingSignatureStore implements ISignatureStore {
 
   async storeSignature(digest: string, algorithm: string): Promise<void> {
     const key = `${algorithm}:${digest}`;
-    if (!this.trusted.has(key)) await this.inner.storeSignature(digest, algorithm);
+    if (this.trusted.has(key) && !this.inFlight.has(key)) {
+      this.remember(key);
+      return;
+    }
+    await this.write(key, { digest, algorithm });
     this.misses.delete(key);
     this.remember(key);
+  }
+
+  /**
+   * Trust the signature in this process at once, and write it in the next group commit.
+   *
+   * @returns the write: it resolves once the signature is committed (for other processes to see)
+   *   and rejects if it could not be, in which case it is no longer trusted here either.
+   */
+  storeSignatureSoon(digest: string, algorithm: string): Promise<void> {
+    const key = `${algorithm}:${digest}`;
+    const wasTrusted = this.trusted.has(key);
+    this.misses.delete(key);
+    this.remember(key);
+    if (wasTrusted) return this.inFlight.get(key) ?? Promise.resolve();
+    return this.write(key, { digest, algorithm }).catch((error: unknown) => {
+      this.trusted.delete(key);
+      throw error;
+    });
+  }
+
+  /** The signatures of each, in one commit. */
+  async storeSignatures(signatures: readonly ISignature[]): Promise<void> {
+    await Promise.all(
+      signatures.map(({ digest, algorithm }) => this.storeSignature(digest, algorithm))
+    );
+  }
+
+  /** Resolves once every write asked for so far has been committed or has failed. */
+  async flushed(): Promise<void> {
+    await Promise.allSettled([...this.inFlight.values()]);
   }
 
   async checkSignature(digest: string, algorithm: string): Promise<boolean> {
@@ -61,12 +101,58 @@ export class CachingSignatureStore implements ISignatureStore {
   }
 
   async removeSignature(digest: string, algorithm: string): Promise<void> {
-    this.trusted.delete(`${algorithm}:${digest}`);
+    const key = `${algorithm}:${digest}`;
+    // A write still on its way must not land after the removal and trust the notebook again.
+    await this.inFlight.get(key)?.catch(() => undefined);
+    this.trusted.delete(key);
     await this.inner.removeSignature(digest, algorithm);
   }
 
   async close(): Promise<void> {
+    await this.flushed();
     await this.inner.close();
+  }
+
+  /** Queue a write for the next commit (or join the one already queued for this signature). */
+  private write(key: string, signature: ISignature): Promise<void> {
+    const queued = this.inFlight.get(key);
+    if (queued) return queued;
+    this.batch.set(key, signature);
+    if (!this.batchDone) {
+      this.batchDone = Promise.withResolvers<void>();
+      // The promise is also what every caller awaits; nobody may see it reject unhandled.
+      this.batchDone.promise.catch(() => undefined);
+    }
+    const written = this.batchDone.promise;
+    this.inFlight.set(key, written);
+    void written
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.inFlight.get(key) === written) this.inFlight.delete(key);
+      });
+    if (!this.committing) this.committing = this.commitBatches();
+    return written;
+  }
+
+  /**
+   * Commit queued signatures, one batch per transaction, until none is left. The first batch
+   * starts on the next turn of the event loop, so the saves of one burst go in together.
+   */
+  private async commitBatches(): Promise<void> {
+    await new Promise(resolve => setImmediate(resolve));
+    while (this.batchDone) {
+      const done = this.batchDone;
+      const signatures = [...this.batch.values()];
+      this.batch = new Map();
+      this.batchDone = undefined;
+      try {
+        await this.inner.storeSignatures(signatures);
+        done.resolve();
+      } catch (error) {
+        done.reject(error);
+      }
+    }
+    this.committing = undefined;
   }
 
   /** Identifies the database file's current content; undefined when it can't be read. */
@@ -91,6 +177,10 @@ export class CachingSignatureStore implements ISignatureStore {
 
   private readonly trusted = new Map<string, true>();
   private readonly misses = new Map<string, { stamp: string; at: number }>();
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private batch = new Map<string, ISignature>();
+  private batchDone: PromiseWithResolvers<void> | undefined;
+  private committing: Promise<void> | undefined;
   private readonly missTtlMs: number;
   private readonly maxEntries: number;
 }

@@ -19,6 +19,7 @@ export {
   SQLiteSignatureStore,
   SignatureStoreBusyError,
   pythonUtcIsoformat,
+  type ISignature,
   type ISignatureStore
 } from './signatureStore';
 export { WorkerSignatureStore, signatureWorkerFile } from './workerStore';

@@ -6,7 +6,7 @@ import { PyNumber, pythonStr, pythonTruthy } from '../nbformat/pynumber';
 
 export { pythonTruthy };
 import { ensureJupyterDir } from './paths';
-import { type ISignatureStore, SQLiteSignatureStore } from './signatureStore';
+import { type ISignature, type ISignatureStore, SQLiteSignatureStore } from './signatureStore';
 
 /**
  * Notebook trust exactly as nbformat's `NotebookNotary` (`nbformat/sign.py`) does it, on the same
@@ -173,6 +173,36 @@ export class NotebookNotary {
     if (nbformatOf(notebook) < 3) return;
     const signature = this.signatureOrUndefined(notebook);
     if (signature !== undefined) await this.store.storeSignature(signature, this.algorithm);
+  }
+
+  /**
+   * {@link sign} without waiting for the database: the notebook is trusted in this process at
+   * once, and its signature is committed with the next group of writes. For a caller that keeps
+   * the returned signature durable itself until `written` settles (the archive journal records
+   * it, and {@link restoreSignatures} brings it back after a crash).
+   *
+   * @returns undefined when there is nothing to sign (as {@link sign}); otherwise the signature
+   *   and its write, which rejects as {@link sign} would.
+   */
+  signSoon(notebook: object): { signature: ISignature; written: Promise<void> } | undefined {
+    if (nbformatOf(notebook) < 3) return undefined;
+    const digest = this.signatureOrUndefined(notebook);
+    if (digest === undefined) return undefined;
+    const signature = { digest, algorithm: this.algorithm };
+    const written =
+      this.store.storeSignatureSoon?.(digest, this.algorithm) ??
+      this.store.storeSignature(digest, this.algorithm);
+    return { signature, written };
+  }
+
+  /** Record signatures again (from the archive journal, after a crash), in one commit. */
+  async restoreSignatures(signatures: readonly ISignature[]): Promise<void> {
+    await this.store.storeSignatures(signatures);
+  }
+
+  /** Resolves once every signature written through {@link signSoon} so far has settled. */
+  async flushed(): Promise<void> {
+    await this.store.flushed?.();
   }
 
   /** Forget the notebook's signature (any nbformat), so that it is no longer trusted. */

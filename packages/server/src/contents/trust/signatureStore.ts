@@ -13,12 +13,30 @@ import type { DatabaseSync } from 'node:sqlite';
 export interface ISignatureStore {
   /** Remember a signature (refreshing it when already known); may cull the oldest ones. */
   storeSignature(digest: string, algorithm: string): Promise<void>;
+  /**
+   * Remember several signatures at once, as one commit where the store has commits: the group
+   * commit of saves that arrive together.
+   */
+  storeSignatures(signatures: readonly ISignature[]): Promise<void>;
+  /**
+   * Trust the signature in this process at once and commit it later (a store that batches
+   * writes); resolves once committed. Stores without it are written through instead.
+   */
+  storeSignatureSoon?(digest: string, algorithm: string): Promise<void>;
+  /** Resolves once every write asked for so far has settled (a store that batches writes). */
+  flushed?(): Promise<void>;
   /** Is the signature known? A hit counts as a use and refreshes it, as in nbformat. */
   checkSignature(digest: string, algorithm: string): Promise<boolean>;
   /** Forget a signature; forgetting an unknown one is not an error. */
   removeSignature(digest: string, algorithm: string): Promise<void>;
   /** Release what the store holds; it must not be used afterwards. */
   close(): Promise<void>;
+}
+
+/** A notebook's signature and the algorithm that made it. */
+export interface ISignature {
+  readonly digest: string;
+  readonly algorithm: string;
 }
 
 /**
@@ -74,6 +92,11 @@ export class MemorySignatureStore implements ISignatureStore {
       if (drop-- <= 0) break;
       this.data.delete(oldest);
     }
+  }
+
+  /** Each in turn, as {@link storeSignature}. */
+  async storeSignatures(signatures: readonly ISignature[]): Promise<void> {
+    for (const { digest, algorithm } of signatures) await this.storeSignature(digest, algorithm);
   }
 
   /** Known signatures become the most recently used. */
@@ -145,13 +168,24 @@ export class SQLiteSignatureStore implements ISignatureStore {
 
   /** Insert the signature, or refresh its `last_seen`; then cull if over `cacheSize`. */
   async storeSignature(digest: string, algorithm: string): Promise<void> {
+    await this.storeSignatures([{ digest, algorithm }]);
+  }
+
+  /**
+   * {@link storeSignature} for each, in one transaction: one commit (and so one set of fsyncs)
+   * for all of them, which Python sees all at once.
+   */
+  async storeSignatures(signatures: readonly ISignature[]): Promise<void> {
+    if (signatures.length === 0) return;
     await this.withDatabase(db =>
       writeTransaction(db, () => {
         const stamp = pythonUtcIsoformat(this.now());
-        if (!refresh(db, digest, algorithm, stamp)) {
-          db.prepare(
-            'INSERT INTO nbsignatures (algorithm, signature, last_seen) VALUES (?, ?, ?)'
-          ).run(algorithm, digest, stamp);
+        for (const { digest, algorithm } of signatures) {
+          if (!refresh(db, digest, algorithm, stamp)) {
+            db.prepare(
+              'INSERT INTO nbsignatures (algorithm, signature, last_seen) VALUES (?, ?, ?)'
+            ).run(algorithm, digest, stamp);
+          }
         }
         const row = db.prepare('SELECT count(*) AS n FROM nbsignatures').get();
         if (Number(row?.n) > this.cacheSize) {

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { SQLiteSignatureStore } from './signatureStore';
+import { SQLiteSignatureStore, type ISignature } from './signatureStore';
 
 /**
  * The worker thread behind `WorkerSignatureStore`: one {@link SQLiteSignatureStore} (and so its
@@ -23,6 +23,12 @@ export type WorkerRequest =
       digest: string;
       algorithm: string;
       /** The caller's clock (`now` option), in ms since the epoch; absent: the worker's own. */
+      now?: number;
+    }
+  | {
+      id: number;
+      op: 'storeMany';
+      signatures: readonly ISignature[];
       now?: number;
     }
   | { id: number; op: 'close' };
@@ -77,6 +83,9 @@ async function perform(request: WorkerRequest): Promise<boolean | undefined> {
   switch (request.op) {
     case 'store':
       await store.storeSignature(request.digest, request.algorithm);
+      return undefined;
+    case 'storeMany':
+      await store.storeSignatures(request.signatures);
       return undefined;
     case 'check':
       return await store.checkSignature(request.digest, request.algorithm);

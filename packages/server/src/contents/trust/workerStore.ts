@@ -10,6 +10,7 @@ import type {
 import {
   DEFAULT_CACHE_SIZE,
   SignatureStoreBusyError,
+  type ISignature,
   type ISignatureStore,
   type SQLiteSignatureStore
 } from './signatureStore';
@@ -67,6 +68,13 @@ export class WorkerSignatureStore implements ISignatureStore {
   /** As {@link SQLiteSignatureStore.storeSignature}. */
   async storeSignature(digest: string, algorithm: string): Promise<void> {
     await this.call('store', digest, algorithm);
+  }
+
+  /** As {@link SQLiteSignatureStore.storeSignatures}: one message, one commit. */
+  async storeSignatures(signatures: readonly ISignature[]): Promise<void> {
+    if (signatures.length === 0) return;
+    if (this.closing) throw closedError();
+    await this.send({ op: 'storeMany', signatures, now: this.now?.().getTime() });
   }
 
   /** As {@link SQLiteSignatureStore.checkSignature}. */
