@@ -1345,7 +1345,7 @@ async function runSaves(command: string): Promise<boolean> {
     await mkdir(join(probe.gateway.rootDir, 'probe'), { recursive: true });
     await probe.save('probe/nb.ipynb', workload.putBody(id));
     await workload.learnDiskBytes(join(probe.gateway.rootDir, 'probe', 'nb.ipynb'), id);
-    if (!existsSync(probe.pendingDir)) throw new Error(`no journal at ${probe.pendingDir}`);
+    if (!existsSync(probe.journalDir)) throw new Error(`no journal at ${probe.journalDir}`);
     await probe.drained();
   }
   for (const gateway of gateways.values()) {

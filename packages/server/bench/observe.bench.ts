@@ -34,6 +34,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Archiving } from '../src/archive/archiving';
+import { ArchiveJournal } from '../src/archive/journal';
 import { ContentsManager } from '../src/contents/manager';
 import { createLogger } from '../src/gateway/logger';
 import { StoreSettingsSchema } from '../src/settings';
@@ -638,14 +639,8 @@ async function gatewayFirstStartRun(
   const sampler = new ProcessSampler(gateway.record.pid, RSS_INTERVAL_MS);
   // `GET api/store` costs the gateway more the more paths it archived (see the report), so it
   // is asked only when its journal holds no record: at the end, or when the scan lags.
-  const pendingDir = join(gateway.state.data, 'jupyter-store', 'journal', 'pending');
-  const journalled = (): number => {
-    try {
-      return readdirSync(pendingDir).filter(name => name.endsWith('.rec')).length;
-    } catch {
-      return 0;
-    }
-  };
+  const journalDir = join(gateway.state.data, 'jupyter-store', 'journal');
+  const journalled = (): Promise<number> => ArchiveJournal.pendingCount(journalDir);
   let firstJournalled = NaN;
   let done = NaN;
   let status: IStoreStatus | undefined;
@@ -654,7 +649,7 @@ async function gatewayFirstStartRun(
   try {
     const deadline = start + BULK_TIMEOUT_MS;
     while (performance.now() < deadline) {
-      const records = journalled();
+      const records = await journalled();
       if (records > 0 && Number.isNaN(firstJournalled)) firstJournalled = performance.now();
       if (records === 0) {
         status = await storeStatus(gateway);

@@ -4,9 +4,10 @@
  * matched to its save), a keep-alive client that PUTs it to a contents API, and paced streams
  * of saves over a set of paths, one save per path at a time (as one editor saves one notebook).
  */
-import { readFile, readdir } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
+import { ArchiveJournal } from '../src/archive/journal';
 import type { IGatewayProcess } from '../test/support/gateway';
 import { sleep } from './harness';
 import { generateNotebook, type JsonObject } from './notebook';
@@ -169,14 +170,14 @@ export class SaveClient extends ContentsSaver {
     );
   }
 
-  /** The journal's directory of records not yet confirmed by the object store. */
-  get pendingDir(): string {
-    return join(this.gateway.state.data, 'jupyter-store', 'journal', 'pending');
+  /** The gateway's journal of records not yet confirmed by the object store. */
+  get journalDir(): string {
+    return join(this.gateway.state.data, 'jupyter-store', 'journal');
   }
 
   /** The number of journal records not yet confirmed. */
-  async pending(): Promise<number> {
-    return (await readdir(this.pendingDir)).filter(name => name.endsWith('.rec')).length;
+  pending(): Promise<number> {
+    return ArchiveJournal.pendingCount(this.journalDir);
   }
 
   /**
@@ -191,7 +192,7 @@ export class SaveClient extends ContentsSaver {
       if (left === 0) return now;
       if (now > deadline) {
         throw new Error(
-          `${this.label}: ${left} saves still pending in ${this.pendingDir} after ${timeoutMs} ms; ` +
+          `${this.label}: ${left} saves still pending in ${this.journalDir} after ${timeoutMs} ms; ` +
             `the gateway's log:\n${this.gateway.stderr().slice(-3000)}`
         );
       }

@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import * as fsSync from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { writeFileAtomic } from '../contents/fileio';
+import { promisify } from 'node:util';
+import { syncDirectory } from '../contents/fileio';
 import type { IWrittenSave } from '../contents/manager';
 import type { ISignature } from '../contents/trust';
 import type { ChangeSource } from './sources/changes';
@@ -59,8 +60,8 @@ export interface IAppendOptions {
   readonly source?: ChangeSource;
   readonly checkLatest?: boolean;
   /**
-   * False skips the fsyncs (the rename stays all-or-nothing): for changes observed on disk,
-   * whose bytes a scan finds again after a power cut; the gateway's own saves are always durable.
+   * False skips the fsync: for changes observed on disk, whose bytes a scan finds again after a
+   * power cut; the gateway's own saves are always durable.
    */
   readonly durable?: boolean;
   /** When the change was seen (ms since the epoch); default now. */
@@ -77,16 +78,23 @@ export interface IJournalRecord extends IJournalEntry {
 }
 
 /**
- * The durable list of saves not yet archived: one file per save, written (fsynced, renamed,
- * directory fsynced) before the save is acknowledged and removed once the object store has
- * confirmed the upload.
+ * The durable list of changes not yet archived: a write-ahead log.
  *
  * #### Notes
- * One file per record keeps every write all-or-nothing without a log format to repair: a crash
- * leaves either the complete record or none (stray temporary files are removed at open). A file
- * is a JSON header line followed by the exact bytes to archive. A record whose bytes no longer
- * match its checksum is moved to `damaged/`, never deleted. A pid lock file keeps a second
- * process from replaying the same journal.
+ * Records are appended to a log segment (`log/<first sequence number>.log`): a frame per record
+ * (a magic number, the length of a JSON header line, the header, the exact bytes to archive), so
+ * that a record costs one `write` and, when it must be durable, its share of one `fdatasync`:
+ * appends that arrive while a sync is under way are made durable together by the next one (group
+ * commit). Archived records are marked done with small frames of their own (not synced: a crash
+ * that loses a mark brings a record back, and the replay finds through its save id that it
+ * already arrived), and a segment is deleted once every record in it and in the segments before
+ * it is done, so marks are never lost with a segment while the records they name live on.
+ *
+ * A run never appends to a segment of an earlier run: a crash leaves at most a frame cut short at
+ * a segment's end, which is ignored. A complete frame whose bytes do not match its checksum means
+ * damage: the segment is copied to `damaged/` (never deleted) and its frames from there on are not
+ * replayed. Journals written before the log (one file per record in `pending/`) are read and
+ * drained as before. A pid lock file keeps a second process from replaying the same journal.
  */
 export class ArchiveJournal {
   constructor(
@@ -103,23 +111,34 @@ export class ArchiveJournal {
    * @throws Error when another live process holds the journal.
    */
   async open(): Promise<IJournalRecord[]> {
-    await fs.mkdir(path.join(this.dir, PENDING), { recursive: true, mode: 0o700 });
+    await fs.mkdir(path.join(this.dir, LOG), { recursive: true, mode: 0o700 });
     await this._lock();
-    const records: IJournalRecord[] = [];
-    for (const name of await fs.readdir(path.join(this.dir, PENDING))) {
-      const file = path.join(this.dir, PENDING, name);
-      if (!RECORD_NAME.test(name)) {
-        if (name.startsWith('.~jupyter-store-')) await fs.rm(file, { force: true });
-        continue;
+    const records = await this._openLegacy();
+    let highest = records.reduce((max, record) => Math.max(max, record.seq), 0);
+    const read = await Private.readLog(path.join(this.dir, LOG));
+    for (const segment of read.segments) {
+      if (segment.damaged) {
+        await fs.mkdir(path.join(this.dir, DAMAGED), { recursive: true });
+        await fs.copyFile(
+          path.join(this.dir, LOG, segment.name),
+          path.join(this.dir, DAMAGED, segment.name)
+        );
       }
-      const record = await this._read(file);
-      if (record) {
-        records.push(record);
+      const kept: Private.ISegment = { name: segment.name, size: segment.size, live: new Set() };
+      for (const record of segment.records) {
+        highest = Math.max(highest, record.seq);
+        if (read.done.has(record.seq)) continue;
+        kept.live.add(record.seq);
+        this._segmentOf.set(record.seq, kept);
         this._noteSettling(record);
-      } else await this._setAside(name);
+        records.push(record);
+      }
+      this._segments.push(kept);
     }
+    for (const seq of read.done) highest = Math.max(highest, seq);
+    await this._dropDoneSegments();
     records.sort((a, b) => a.seq - b.seq);
-    this._nextSeq = (records.at(-1)?.seq ?? (await this._lastSeqOnRecord())) + 1;
+    this._nextSeq = Math.max(highest, await this._lastSeqOnRecord()) + 1;
     return records;
   }
 
@@ -146,12 +165,23 @@ export class ArchiveJournal {
       ...(options.written ? { written: options.written } : {}),
       ...(options.signature ? { signature: options.signature } : {})
     };
-    const header = Buffer.from(`${JSON.stringify(entry)}\n`, 'utf8');
-    if (options.durable === false && content.length <= SMALL_RECORD_BYTES) {
-      this._writeSmallRecord(seq, header, content);
-    } else {
-      await writeFileAtomic(this._file(seq), [header, content], { durable: options.durable });
+    const segment = this._segmentForAppend(seq);
+    segment.appending = (segment.appending ?? 0) + 1;
+    try {
+      const end = await this._write(
+        segment,
+        Private.frame({ ...entry, size: content.length }, content)
+      );
+      if (options.durable !== false) await this._sync(segment, end);
+    } catch (error) {
+      // A frame half written may end the segment: nothing more goes after it.
+      this._retire(segment);
+      throw error;
+    } finally {
+      segment.appending--;
     }
+    segment.live.add(seq);
+    this._segmentOf.set(seq, segment);
     this._highestSeq = Math.max(this._highestSeq, seq);
     this._noteSettling(entry);
     return { ...entry, content };
@@ -161,9 +191,6 @@ export class ArchiveJournal {
    * Forget an archived record.
    *
    * #### Notes
-   * The directory is not fsynced: if a crash brings the record back, the replay finds through
-   * its save id that it already arrived, so durability here would only cost time.
-   *
    * A record that stands in for fsyncs not made (a save's file, a signature not committed yet)
    * is forgotten only after `beforeForget` made those durable; that happens in the background,
    * a batch at a time, so that the queue does not wait for it, and {@link close} waits for it.
@@ -176,14 +203,24 @@ export class ArchiveJournal {
       this._forgetting ??= this._forgetBatches(this._beforeForget);
       return;
     }
-    await this._unlink(seq);
+    await this._markDone([seq]);
   }
 
   /** Wait for what {@link remove} left to finish, remember the highest number, release the lock. */
   async close(): Promise<void> {
     await this._forgetting;
+    await this._marking;
+    await this._writing;
+    // A clean stop leaves no segment whose records are all archived.
+    this._active = undefined;
+    await this._dropDoneSegments();
+    for (const segment of this._segments) {
+      if (segment.fd !== undefined) fsSync.closeSync(segment.fd);
+      segment.fd = undefined;
+    }
+    this._active = undefined;
     if (this._locked) {
-      // After a crash the pending files carry the highest number instead.
+      // After a crash the log carries the highest number instead.
       if (this._highestSeq > 0) {
         await fs.writeFile(path.join(this.dir, LAST_SEQ), String(this._highestSeq));
       }
@@ -193,25 +230,99 @@ export class ArchiveJournal {
   }
 
   /**
-   * A small record that needs no fsync: written and renamed into place with synchronous calls.
-   *
-   * #### Notes
-   * The rename keeps it all-or-nothing, as {@link writeFileAtomic} does. For a few kilobytes in
-   * the page cache the two system calls take microseconds, while the promise API costs a
-   * thread-pool round trip per call (open, write, close, rename): in a bulk archive of a root
-   * full of notebooks that was a sixth of the gateway's CPU.
+   * How many records a journal directory holds that are not archived yet, read without taking
+   * it (for status reports and tests).
    */
-  private _writeSmallRecord(seq: number, header: Buffer, content: Buffer): void {
-    const target = this._file(seq);
-    // Named like writeFileAtomic's temporary files, which open() clears after a crash.
-    const temporary = path.join(this.dir, PENDING, `.~jupyter-store-${seq}.tmp`);
+  static async pendingCount(dir: string): Promise<number> {
+    let count = 0;
     try {
-      writeFileSync(temporary, Buffer.concat([header, content]), { mode: 0o600 });
-      renameSync(temporary, target);
+      count = (await fs.readdir(path.join(dir, PENDING))).filter(name =>
+        RECORD_NAME.test(name)
+      ).length;
     } catch (error) {
-      rmSync(temporary, { force: true });
-      throw error;
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
+    const { records, done } = await Private.scanHeaders(path.join(dir, LOG));
+    for (const seq of records) if (!done.has(seq)) count++;
+    return count;
+  }
+
+  /** The segment the next frame goes to: the active one, or a new one when it is full. */
+  private _segmentForAppend(seq: number): Private.ISegment {
+    const active = this._active;
+    if (active?.fd !== undefined && active.size < SEGMENT_BYTES) return active;
+    const name = `${String(seq).padStart(16, '0')}.log`;
+    const fd = fsSync.openSync(
+      path.join(this.dir, LOG, name),
+      fsSync.constants.O_WRONLY |
+        fsSync.constants.O_CREAT |
+        fsSync.constants.O_EXCL |
+        fsSync.constants.O_APPEND,
+      0o600
+    );
+    // The new file's name must be durable before a record in it is said to be.
+    const named = syncDirectory(path.join(this.dir, LOG));
+    named.catch(() => undefined);
+    const segment: Private.ISegment = { name, size: 0, live: new Set(), fd, synced: 0, named };
+    this._segments.push(segment);
+    this._active = segment;
+    return segment;
+  }
+
+  /**
+   * Append a frame. Frames are written in order: a small one at once with one synchronous call
+   * (microseconds into the page cache, where the promise API would cost a thread-pool round
+   * trip per call), a large one, or one behind a large one, through the thread pool.
+   *
+   * @returns the segment's size after the frame.
+   */
+  private _write(segment: Private.ISegment, frame: Buffer): Promise<number> {
+    const fd = segment.fd;
+    if (fd === undefined) return Promise.reject(new Error('the journal segment is closed'));
+    if (!this._writing && frame.length <= SYNC_WRITE_BYTES) {
+      Private.writeFullySync(fd, frame);
+      segment.size += frame.length;
+      return Promise.resolve(segment.size);
+    }
+    const written = (this._writing ?? Promise.resolve()).then(async () => {
+      await Private.writeFully(fd, frame);
+      segment.size += frame.length;
+      return segment.size;
+    });
+    const settled = written.then(
+      () => undefined,
+      () => undefined
+    );
+    this._writing = settled;
+    void settled.then(() => {
+      if (this._writing === settled) this._writing = undefined;
+    });
+    return written;
+  }
+
+  /** Make the segment durable up to `end`, sharing each fdatasync with every append before it. */
+  private async _sync(segment: Private.ISegment, end: number): Promise<void> {
+    await segment.named;
+    while ((segment.synced ?? 0) < end) {
+      if (!segment.syncing) {
+        const fd = segment.fd;
+        if (fd === undefined) throw new Error('the journal segment is closed');
+        const target = segment.size;
+        segment.syncing = fdatasync(fd)
+          .then(() => {
+            segment.synced = Math.max(segment.synced ?? 0, target);
+          })
+          .finally(() => {
+            segment.syncing = undefined;
+          });
+      }
+      await segment.syncing;
+    }
+  }
+
+  /** Take the segment out of use for new frames (a failed write may have left half a frame). */
+  private _retire(segment: Private.ISegment): void {
+    if (this._active === segment) this._active = undefined;
   }
 
   private _noteSettling(entry: IJournalEntry): void {
@@ -219,14 +330,14 @@ export class ArchiveJournal {
   }
 
   /**
-   * Settle and unlink the records given to {@link remove}, in batches: the saves of a burst
+   * Settle and mark done the records given to {@link remove}, in batches: the saves of a burst
    * share the fsyncs of a path and one signature commit. A batch that cannot be settled stays
-   * on disk, and the next start settles it again.
+   * pending, and the next start settles it again.
    */
   private async _forgetBatches(
     beforeForget: NonNullable<ArchiveJournal.IOptions['beforeForget']>
   ): Promise<void> {
-    await new Promise(resolve => setImmediate(resolve));
+    await nextTurn();
     while (this._toForget.length > 0) {
       const batch = this._toForget;
       this._toForget = [];
@@ -235,42 +346,95 @@ export class ArchiveJournal {
       } catch {
         continue;
       }
-      await Promise.all(batch.map(entry => this._unlink(entry.seq).catch(() => undefined)));
+      await this._markDone(batch.map(entry => entry.seq));
     }
     this._forgetting = undefined;
   }
 
-  private async _unlink(seq: number): Promise<void> {
+  /**
+   * Mark records done: a record of an old journal loses its file; log records are marked in
+   * one frame per turn of the event loop, and the segments left with nothing pending deleted.
+   */
+  private async _markDone(seqs: readonly number[]): Promise<void> {
+    for (const seq of seqs) {
+      if (this._legacy.delete(seq)) await this._unlinkLegacy(seq);
+      else if (this._segmentOf.has(seq)) this._doneQueue.push(seq);
+    }
+    if (this._doneQueue.length === 0) return;
+    this._marking ??= (async () => {
+      await nextTurn();
+      while (this._doneQueue.length > 0) {
+        const seqs = this._doneQueue;
+        this._doneQueue = [];
+        for (const seq of seqs) {
+          this._segmentOf.get(seq)?.live.delete(seq);
+          this._segmentOf.delete(seq);
+        }
+        await this._dropDoneSegments();
+        // The mark is needed only while a segment holding records (done or not) remains.
+        if (this._segments.length > 0) {
+          const segment = this._segmentForAppend(this._nextSeq);
+          await this._write(segment, Private.frame({ done: seqs, size: 0 }, EMPTY)).catch(() => {
+            // Without its mark the record comes back after a restart and is found archived.
+            this._retire(segment);
+          });
+        }
+      }
+      this._marking = undefined;
+    })();
+    await this._marking;
+  }
+
+  /**
+   * Delete segments from the oldest while nothing in them is pending (the active one too once
+   * it is large enough to be worth a new file), so that a deleted segment never held the only
+   * mark of a record that is kept.
+   */
+  private async _dropDoneSegments(): Promise<void> {
+    while (this._segments.length > 0) {
+      const oldest = this._segments[0];
+      if (oldest.live.size > 0 || (oldest.appending ?? 0) > 0 || oldest.syncing) return;
+      if (oldest === this._active && oldest.size < ROTATE_EMPTY_BYTES) return;
+      this._segments.shift();
+      if (oldest === this._active) this._active = undefined;
+      if (oldest.fd !== undefined) fsSync.closeSync(oldest.fd);
+      oldest.fd = undefined;
+      await fs.rm(path.join(this.dir, LOG, oldest.name), { force: true });
+    }
+  }
+
+  /** Records of a journal written before the log, one file each in `pending/`. */
+  private async _openLegacy(): Promise<IJournalRecord[]> {
+    const records: IJournalRecord[] = [];
+    let names: string[];
     try {
-      await fs.unlink(this._file(seq));
+      names = await fs.readdir(path.join(this.dir, PENDING));
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return records;
+      throw error;
     }
-  }
-
-  private _file(seq: number): string {
-    return path.join(this.dir, PENDING, `${String(seq).padStart(16, '0')}.rec`);
-  }
-
-  private async _read(file: string): Promise<IJournalRecord | undefined> {
-    const data = await fs.readFile(file);
-    const newline = data.indexOf(0x0a);
-    if (newline < 0) return undefined;
-    let entry: IJournalEntry;
-    try {
-      entry = JSON.parse(data.subarray(0, newline).toString('utf8')) as IJournalEntry;
-    } catch {
-      return undefined;
+    for (const name of names) {
+      const file = path.join(this.dir, PENDING, name);
+      if (!RECORD_NAME.test(name)) {
+        if (name.startsWith('.~jupyter-store-')) await fs.rm(file, { force: true });
+        continue;
+      }
+      const record = Private.parseLegacy(await fs.readFile(file));
+      if (record) {
+        records.push(record);
+        this._legacy.add(record.seq);
+        this._noteSettling(record);
+      } else {
+        await fs.mkdir(path.join(this.dir, DAMAGED), { recursive: true });
+        await fs.rename(file, path.join(this.dir, DAMAGED, name));
+      }
     }
-    const content = data.subarray(newline + 1);
-    const sha256 = createHash('sha256').update(content).digest('hex');
-    if (sha256 !== entry.sha256 || typeof entry.path !== 'string') return undefined;
-    return { ...entry, content };
+    return records;
   }
 
-  private async _setAside(name: string): Promise<void> {
-    await fs.mkdir(path.join(this.dir, DAMAGED), { recursive: true });
-    await fs.rename(path.join(this.dir, PENDING, name), path.join(this.dir, DAMAGED, name));
+  private async _unlinkLegacy(seq: number): Promise<void> {
+    const file = path.join(this.dir, PENDING, `${String(seq).padStart(16, '0')}.rec`);
+    await fs.rm(file, { force: true });
   }
 
   /** The highest sequence number ever used, so numbers keep increasing after a clean drain. */
@@ -309,6 +473,15 @@ export class ArchiveJournal {
   private readonly _settling = new Map<number, IJournalEntry>();
   private _toForget: IJournalEntry[] = [];
   private _forgetting: Promise<void> | undefined;
+  /** Segments in order, oldest first; the active one (if any) is the last. */
+  private readonly _segments: Private.ISegment[] = [];
+  private _active: Private.ISegment | undefined;
+  private readonly _segmentOf = new Map<number, Private.ISegment>();
+  /** Pending records of a journal written before the log. */
+  private readonly _legacy = new Set<number>();
+  private _doneQueue: number[] = [];
+  private _marking: Promise<void> | undefined;
+  private _writing: Promise<void> | undefined;
   private _nextSeq = 1;
   private _highestSeq = 0;
   private _locked = false;
@@ -327,13 +500,25 @@ export namespace ArchiveJournal {
   }
 }
 
+const LOG = 'log';
+/** Where journals written before the log kept one file per record. */
 const PENDING = 'pending';
-/** Records up to this size that need no fsync are written synchronously (see _writeSmallRecord). */
-const SMALL_RECORD_BYTES = 256 * 1024;
 const DAMAGED = 'damaged';
 const LOCK = 'journal.lock';
 const LAST_SEQ = 'last-seq';
 const RECORD_NAME = /^\d{16}\.rec$/;
+const SEGMENT_NAME = /^\d{16}\.log$/;
+/** New records go to a new segment beyond this size, so that done ones can be deleted. */
+const SEGMENT_BYTES = 8 * 1024 * 1024;
+/** An active segment with nothing pending is replaced by a new one beyond this size. */
+const ROTATE_EMPTY_BYTES = 1024 * 1024;
+/** Frames up to this size are written with one synchronous call (see `_write`). */
+const SYNC_WRITE_BYTES = 256 * 1024;
+const MAGIC = Buffer.from('JSJ1', 'latin1');
+const EMPTY = Buffer.alloc(0);
+
+const fdatasync = promisify(fsSync.fdatasync);
+const nextTurn = (): Promise<void> => new Promise(resolve => setImmediate(resolve));
 
 function isAlive(pid: number): boolean {
   try {
@@ -341,5 +526,194 @@ function isAlive(pid: number): boolean {
     return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+namespace Private {
+  /** A log segment, as this run knows it. */
+  export interface ISegment {
+    readonly name: string;
+    /** Bytes in the file (for a segment of an earlier run, as read at open). */
+    size: number;
+    /** Records in it not yet archived. */
+    readonly live: Set<number>;
+    /** Open for appending (segments of this run only). */
+    fd?: number;
+    /** Bytes known to be on disk. */
+    synced?: number;
+    /** The fdatasync under way. */
+    syncing?: Promise<void>;
+    /** The fsync of the log directory that makes the segment's name durable. */
+    named?: Promise<void>;
+    /** Appends under way. */
+    appending?: number;
+  }
+
+  /** A frame: magic, header length (u32 LE), JSON header, content. */
+  export function frame(header: object, content: Buffer): Buffer {
+    const json = Buffer.from(JSON.stringify(header), 'utf8');
+    const head = Buffer.allocUnsafe(8);
+    MAGIC.copy(head, 0);
+    head.writeUInt32LE(json.length, 4);
+    return Buffer.concat([head, json, content]);
+  }
+
+  export interface IReadSegment {
+    name: string;
+    size: number;
+    records: IJournalRecord[];
+    /** A complete frame did not check out: what follows it is not replayed. */
+    damaged: boolean;
+  }
+
+  /** Every segment of a log directory, in order, and the records marked done in any of them. */
+  export async function readLog(
+    dir: string
+  ): Promise<{ segments: IReadSegment[]; done: Set<number> }> {
+    const done = new Set<number>();
+    const segments: IReadSegment[] = [];
+    let names: string[];
+    try {
+      names = (await fs.readdir(dir)).filter(name => SEGMENT_NAME.test(name)).sort();
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { segments, done };
+      throw error;
+    }
+    for (const name of names) {
+      const data = await fs.readFile(path.join(dir, name));
+      const segment: IReadSegment = { name, size: data.length, records: [], damaged: false };
+      let offset = 0;
+      while (offset < data.length) {
+        // A frame cut short by a crash ends the segment; anything else that does not check out
+        // is damage.
+        if (data.length - offset < 8) break;
+        if (!data.subarray(offset, offset + 4).equals(MAGIC)) {
+          segment.damaged = true;
+          break;
+        }
+        const headerEnd = offset + 8 + data.readUInt32LE(offset + 4);
+        if (headerEnd > data.length) break;
+        let header: IJournalEntry & { size?: unknown; done?: unknown };
+        try {
+          header = JSON.parse(
+            data.subarray(offset + 8, headerEnd).toString('utf8')
+          ) as typeof header;
+        } catch {
+          segment.damaged = true;
+          break;
+        }
+        const size = typeof header.size === 'number' ? header.size : -1;
+        if (size < 0) {
+          segment.damaged = true;
+          break;
+        }
+        if (headerEnd + size > data.length) break;
+        const content = data.subarray(headerEnd, headerEnd + size);
+        offset = headerEnd + size;
+        if (Array.isArray(header.done)) {
+          for (const seq of header.done) if (typeof seq === 'number') done.add(seq);
+          continue;
+        }
+        const record = checked(header, content);
+        if (!record) {
+          segment.damaged = true;
+          break;
+        }
+        segment.records.push(record);
+      }
+      segments.push(segment);
+    }
+    return { segments, done };
+  }
+
+  /**
+   * The sequence numbers of the records in a log directory and those marked done, from the
+   * frames' headers alone (no content is read or checked): cheap enough to poll.
+   */
+  export async function scanHeaders(
+    dir: string
+  ): Promise<{ records: number[]; done: Set<number> }> {
+    const records: number[] = [];
+    const done = new Set<number>();
+    let names: string[];
+    try {
+      names = (await fs.readdir(dir)).filter(name => SEGMENT_NAME.test(name));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { records, done };
+      throw error;
+    }
+    const head = Buffer.alloc(8);
+    for (const name of names) {
+      let handle: fs.FileHandle;
+      try {
+        handle = await fs.open(path.join(dir, name), 'r');
+      } catch {
+        continue; // deleted meanwhile
+      }
+      try {
+        const size = (await handle.stat()).size;
+        let offset = 0;
+        while (offset + 8 <= size) {
+          await handle.read(head, 0, 8, offset);
+          if (!head.subarray(0, 4).equals(MAGIC)) break;
+          const length = head.readUInt32LE(4);
+          if (offset + 8 + length > size) break;
+          const json = Buffer.alloc(length);
+          await handle.read(json, 0, length, offset + 8);
+          let header: { seq?: unknown; size?: unknown; done?: unknown };
+          try {
+            header = JSON.parse(json.toString('utf8')) as typeof header;
+          } catch {
+            break;
+          }
+          if (typeof header.size !== 'number') break;
+          offset += 8 + length + header.size;
+          if (Array.isArray(header.done)) {
+            for (const seq of header.done) if (typeof seq === 'number') done.add(seq);
+          } else if (typeof header.seq === 'number' && offset <= size) records.push(header.seq);
+        }
+      } finally {
+        await handle.close();
+      }
+    }
+    return { records, done };
+  }
+
+  /** A record of a journal written before the log: a JSON header line, then the bytes. */
+  export function parseLegacy(data: Buffer): IJournalRecord | undefined {
+    const newline = data.indexOf(0x0a);
+    if (newline < 0) return undefined;
+    try {
+      const header = JSON.parse(data.subarray(0, newline).toString('utf8')) as IJournalEntry;
+      return checked(header, data.subarray(newline + 1));
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The record, if its bytes match its checksum; `size` is the frame's, not the entry's. */
+  function checked(
+    header: IJournalEntry & { size?: unknown },
+    content: Buffer
+  ): IJournalRecord | undefined {
+    const { size: _size, ...entry } = header;
+    const sha256 = createHash('sha256').update(content).digest('hex');
+    if (sha256 !== entry.sha256 || typeof entry.path !== 'string') return undefined;
+    if (typeof entry.seq !== 'number') return undefined;
+    return { ...entry, content };
+  }
+
+  export function writeFullySync(fd: number, data: Buffer): void {
+    let offset = 0;
+    while (offset < data.length) offset += fsSync.writeSync(fd, data, offset);
+  }
+
+  const write = promisify(fsSync.write);
+
+  export async function writeFully(fd: number, data: Buffer): Promise<void> {
+    let offset = 0;
+    while (offset < data.length) {
+      offset += (await write(fd, data, offset, data.length - offset, null)).bytesWritten;
+    }
   }
 }

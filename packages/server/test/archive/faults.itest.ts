@@ -19,7 +19,6 @@ import {
   link,
   mkdir,
   mkdtemp,
-  readdir,
   readFile,
   rename,
   rm,
@@ -32,6 +31,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { ArchiveJournal } from '../../src/archive/journal';
 import { labDefaults, startGatewayProcess, type IGatewayProcess } from '../support/gateway';
 import {
   createVersionedBucket,
@@ -277,15 +277,9 @@ async function expectArchivedInOrder(
   }
 }
 
-/** Records in the journal's pending directory. */
-async function pendingRecords(journalDir: string): Promise<number> {
-  try {
-    return (await readdir(join(journalDir, 'pending'))).filter(name => /^\d{16}\.rec$/.test(name))
-      .length;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-    throw error;
-  }
+/** Records in the journal not yet archived. */
+function pendingRecords(journalDir: string): Promise<number> {
+  return ArchiveJournal.pendingCount(journalDir);
 }
 
 function defaultJournalDir(gateway: IGatewayProcess): string {

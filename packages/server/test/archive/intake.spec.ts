@@ -15,7 +15,12 @@ const KEY = (path: string) => `workspace/${path}`;
 
 /** The intake, queue, index and scan wired as Archiving wires them, over a fake store. */
 class Harness {
-  static async open(root: string, stateDir: string, store: FakeStore): Promise<Harness> {
+  static async open(
+    root: string,
+    stateDir: string,
+    store: FakeStore,
+    timings: Partial<Pick<ArchiveIntake.IOptions, 'settleMs'>> = {}
+  ): Promise<Harness> {
     const index = await ArchiveIndex.open({
       dir: stateDir,
       identity: { rootDir: root, store: 'fake', bucket: 'b', prefix: 'workspace' },
@@ -43,7 +48,8 @@ class Harness {
       index,
       log,
       settleMs: 40,
-      renameWindowMs: 150
+      renameWindowMs: 150,
+      ...timings
     }));
     intake.replayed(await queue.start());
     const scan = new ReconciliationScan({
@@ -245,6 +251,49 @@ describe('ArchiveIntake', () => {
   });
 
   describe('races with the gateway', () => {
+    /** Give the file one mtime, a whole second, so that another write can leave the same stat. */
+    const stampAt = (path: string, seconds: number) => fs.utimes(join(root, path), seconds, seconds);
+
+    it("finds the gateway's own save, reported again by the watcher, without settling or archiving it again", async () => {
+      await harness.close();
+      // A settle this long would hold a look that settles well past the wait below.
+      harness = await Harness.open(root, state, store, { settleMs: 60_000 });
+      await write('own.ipynb', 'saved by the gateway');
+      await harness.intake.saved('own.ipynb', Buffer.from('saved by the gateway'));
+      await harness.drained();
+      harness.intake.changed('own.ipynb', 'watcher');
+      harness.intake.changed('own.ipynb', 'events');
+      expect(await harness.intake.idle(2000)).toBe(true);
+      await harness.drained();
+      expect(store.history(KEY('own.ipynb'))).toEqual(['saved by the gateway']);
+      expect(store.puts).toBe(1);
+    });
+
+    it('archives a write by someone else that lands right after a gateway save with the same stat', async () => {
+      const second = Math.floor(Date.now() / 1000);
+      await write('tick.ipynb', 'gateway');
+      await stampAt('tick.ipynb', second);
+      await harness.intake.saved('tick.ipynb', Buffer.from('gateway'));
+      const saved = await fs.stat(join(root, 'tick.ipynb'));
+      // In place, the same size, within the same timestamp tick: nothing in the stat differs.
+      await write('tick.ipynb', 'kernels');
+      await stampAt('tick.ipynb', second);
+      const after = await fs.stat(join(root, 'tick.ipynb'));
+      expect([after.ino, after.size, after.mtimeMs]).toEqual([saved.ino, saved.size, saved.mtimeMs]);
+      harness.intake.changed('tick.ipynb', 'watcher');
+      await harness.drained();
+      expect(store.history(KEY('tick.ipynb'))).toEqual(['gateway', 'kernels']);
+    });
+
+    it('archives a write by someone else that replaces a gateway save before the watcher reports it', async () => {
+      await write('next.ipynb', 'gateway');
+      await harness.intake.saved('next.ipynb', Buffer.from('gateway'));
+      await write('next.ipynb', 'kernel wrote this later');
+      harness.intake.changed('next.ipynb', 'watcher');
+      await harness.drained();
+      expect(store.history(KEY('next.ipynb'))).toEqual(['gateway', 'kernel wrote this later']);
+    });
+
     it('never archives older bytes after a newer gateway save', async () => {
       for (let round = 0; round < 20; round++) {
         const path = `race${round}.ipynb`;

@@ -1,4 +1,5 @@
-import { appendFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -66,12 +67,36 @@ describe('ArchiveQueue', () => {
     expect(queue.status().lastArchived).toMatchObject({ path: 'dir/a.ipynb', versionId: 'v20' });
   });
 
+  test("each put carries the journal's SHA-256 of its bytes, kept as the version's checksum", async () => {
+    queue = makeQueue();
+    await queue.start();
+    const entry = await queue.enqueue('a.ipynb', Buffer.from('{"cells": []}'));
+    await until(() => queue.status().pending === 0);
+    const [version] = store.versions.get('workspace/a.ipynb') ?? [];
+    expect(version.sha256).toBe(entry.sha256);
+    expect(version.sha256).toBe(createHash('sha256').update('{"cells": []}').digest('hex'));
+    expect(version.metadata.sha256).toBe(entry.sha256);
+  });
+
+  test('a body that does not match its SHA-256 on arrival is refused, not archived wrong, and stays journalled', async () => {
+    queue = makeQueue();
+    await queue.start();
+    await until(() => queue.storageCheck() === true);
+    store.corruptNextBody = true;
+    await queue.enqueue('a.ipynb', Buffer.from('the bytes that were saved'));
+    await until(() => queue.status().pending === 0);
+    expect(store.versions.get('workspace/a.ipynb')).toBeUndefined();
+    expect(queue.status()).toMatchObject({ archived: 0, lastError: { path: 'a.ipynb' } });
+    expect(await ArchiveJournal.pendingCount(join(dir, 'journal'))).toBe(1);
+    expect(logLines.join('')).toMatch(/cannot be archived and stays in the journal/);
+  });
+
   test('enqueue resolves only once the journal holds the save', async () => {
     queue = makeQueue();
     store.down = unavailable();
     await queue.start();
     await queue.enqueue('a.ipynb', Buffer.from('x'));
-    expect(readdirSync(join(dir, 'journal', 'pending'))).toHaveLength(1);
+    expect(await ArchiveJournal.pendingCount(join(dir, 'journal'))).toBe(1);
     expect(queue.status().pending).toBe(1);
   });
 
@@ -144,7 +169,7 @@ describe('ArchiveQueue', () => {
       '3'
     ]);
     expect(store.versions.get('workspace/b.ipynb')).toHaveLength(1);
-    expect(readdirSync(join(dir, 'journal', 'pending'))).toEqual([]);
+    expect(await ArchiveJournal.pendingCount(join(dir, 'journal'))).toBe(0);
   });
 
   test('a lost answer does not make a duplicate version on retry', async () => {
@@ -175,15 +200,23 @@ describe('ArchiveQueue', () => {
     store.down = unavailable();
     queue = makeQueue();
     await queue.start();
-    await queue.enqueue('a.ipynb', Buffer.from('good'));
+    await queue.enqueue('a.ipynb', Buffer.from('good one'));
+    await queue.enqueue('b.ipynb', Buffer.from('bad one'));
     await queue.close();
-    const pending = join(dir, 'journal', 'pending');
-    const [name] = readdirSync(pending);
-    appendFileSync(join(pending, name), 'tail that breaks the checksum');
+    const log = join(dir, 'journal', 'log');
+    const [name] = readdirSync(log);
+    // One byte of b's content changes: its frame is whole, but its checksum fails.
+    const file = join(log, name);
+    const bytes = readFileSync(file);
+    const at = bytes.lastIndexOf('bad one');
+    bytes[at] = 'B'.charCodeAt(0);
+    writeFileSync(file, bytes);
     store.down = undefined;
     queue = makeQueue();
-    await queue.start();
-    expect(queue.status().pending).toBe(0);
-    expect(readdirSync(join(dir, 'journal', 'damaged'))).toEqual([name]);
+    const replayed = await queue.start();
+    expect(replayed.map(record => record.path)).toEqual(['a.ipynb']);
+    await until(() => queue.status().pending === 0);
+    expect([...store.versions.keys()]).toEqual(['workspace/a.ipynb']);
+    expect(readFileSync(join(dir, 'journal', 'damaged', name))).toEqual(bytes);
   });
 });
