@@ -696,7 +696,8 @@ namespace Private {
     header: IJournalEntry & { size?: unknown },
     content: Buffer
   ): IJournalRecord | undefined {
-    const { size: _size, ...entry } = header;
+    const entry: IJournalEntry & { size?: unknown } = { ...header };
+    delete entry.size;
     const sha256 = createHash('sha256').update(content).digest('hex');
     if (sha256 !== entry.sha256 || typeof entry.path !== 'string') return undefined;
     if (typeof entry.seq !== 'number') return undefined;
