@@ -188,8 +188,10 @@ export class ContentsManager {
         try {
           await this.files.syncFile(await this.resolver.resolve(apiPath));
         } catch (error) {
-          // Gone, or a directory now: what is there was not written by this save.
-          if (!hasErrorCode(error, 'ENOENT', 'ENOTDIR', 'EISDIR')) throw error;
+          // Only a failed write-back keeps the record: anything else (the file or its folder
+          // gone, replaced by a directory or a link leading out) means that what is there now
+          // is not what this save wrote, and a record kept for it would never settle.
+          if (hasErrorCode(error, 'EIO')) throw error;
         }
       })
     );
