@@ -134,6 +134,10 @@ const TARGET_SAVE_LATENCY_RATIO = 1.1;
 const TARGET_JUPYTER_P50_RATIO = 1.0;
 const TARGET_JUPYTER_P99_RATIO = 1.2;
 const TARGET_JUPYTER_BURST_RATIO = 1.5;
+/** Every burst save archived within this long of the last answer. */
+const TARGET_BURST_DRAIN_SECONDS = 1;
+/** Gateway CPU that archiving adds to a save, against a raw PutObject's CPU in its caller. */
+const TARGET_ARCHIVE_CPU_RATIO = 1.2;
 
 /** The size of the saved notebook on disk (about). */
 const NOTEBOOK_BYTES = 20 * 1024;
@@ -188,7 +192,9 @@ root and journal: "on" (default settings, log level info), "off" (the same with
 
 Targets: archive throughput ≥ 90 % of the raw SDK's; save latency p50 with archiving on ≤ 1.1x
 off (p99 shown, no target); against plain Jupyter Server: paced p50 ≤ 1.0x, p99 ≤ 1.2x, and
-burst saves archived/s ≥ 1.5x the saves/s plain Jupyter answers. Options: \`--quick\` (smoke
+burst saves archived/s ≥ 1.5x the saves/s plain Jupyter answers, with every save archived within
+1 s of the last answer; the gateway CPU that archiving adds to a save ≤ 1.2x the CPU a raw SDK
+\`PutObject\` of the same bytes costs its caller. Options: \`--quick\` (smoke
 run), \`--only throughput,latency,onoff\` (a subset; \`--only saves\` is the three),
 \`--profile\` (the "on" gateway under the V8 CPU profiler, prints where its time goes),
 \`--spans\` (the "on" and "off" gateways with the stage timers of \`bench/spans.ts\`, prints the
@@ -1164,6 +1170,26 @@ function checks(run: IRunResult): ITargetCheck[] {
       list.push({
         text: `burst saves archived/s ≥ ${TARGET_JUPYTER_BURST_RATIO.toFixed(1)}x plain Jupyter's saves/s: ${formatRatio(burst)} (${formatRate(rateOf(archive))} vs ${formatRate(rateOf(jupyter))}, pooled)`,
         met: burst >= TARGET_JUPYTER_BURST_RATIO
+      });
+    }
+    const drains = archive.map(round => round.seconds - round.requestSeconds);
+    list.push({
+      text: `every burst save archived within ${TARGET_BURST_DRAIN_SECONDS} s of the last answer: at most ${formatMs(Math.max(...drains) * 1000)} (per round ${drains.map(d => formatMs(d * 1000)).join(', ')})`,
+      met: Math.max(...drains) <= TARGET_BURST_DRAIN_SECONDS
+    });
+    const { off, raw } = throughputPairs(run.throughput);
+    if (off.length > 0) {
+      const perSave = (rounds: readonly IThroughputRound[], key: keyof ICpu): number =>
+        rounds.reduce((sum, round) => sum + round.cpu[key], 0) /
+        rounds.reduce((sum, round) => sum + round.count, 0);
+      const added = perSave(archive, 'gateway') - perSave(off, 'gateway');
+      const rawCpu = perSave(raw, 'client');
+      list.push({
+        text:
+          `gateway CPU added by archiving a save ≤ ${TARGET_ARCHIVE_CPU_RATIO}x a raw PutObject's CPU: ` +
+          `${formatRatio(added / rawCpu)} (${formatMs(added)} on − off, against ${formatMs(rawCpu)} ` +
+          'in the raw writer, pooled over the rounds)',
+        met: added / rawCpu <= TARGET_ARCHIVE_CPU_RATIO
       });
     }
   }
