@@ -1225,7 +1225,7 @@ function piecesSection(result: IContentsResult): string[] {
       result.pieces.read
     ),
     row(
-      'durable journal record: `ArchiveJournal.append` (write, fsync, rename, directory fsync; SHA-256 again)',
+      'durable journal record: `ArchiveJournal.append` (a log append and its fdatasync; SHA-256 again)',
       result.pieces.append
     ),
     row(
