@@ -379,6 +379,7 @@ export class ArchiveIntake implements IChangeSink {
   private async _lookNow(apiPath: string, source: ChangeSource): Promise<void> {
     const generation = this._generation(apiPath);
     if (source === 'scan') await this._queue.waitForRoom(this._maxPendingForBulk);
+    if (await this._stillAsKnown(apiPath)) return;
     const read = await this._settleAndRead(apiPath);
     if (this._closed) return;
     if (read.kind === 'directory') {
@@ -446,6 +447,53 @@ export class ArchiveIntake implements IChangeSink {
       read.holder
     );
     if (renamedFrom !== undefined) this._enqueueDelete(renamedFrom, source);
+  }
+
+  /**
+   * Is the file still exactly the state known for its path, so that settling and reading it
+   * would find nothing to queue? This is what the watcher's and Jupyter's reports of the
+   * gateway's own saves find, and it costs one `lstat`, or one read when the known stat is racy.
+   *
+   * #### Notes
+   * A stat that differs from the known one, or no known stat yet, leaves the path to the full
+   * look. An equal stat is trusted as the scan trusts it, unless it is racy: a write by someone
+   * else within the same timestamp tick as the known write, the same size, in the same inode,
+   * leaves the same stat, so the bytes are read (without settling: equal bytes need none) and
+   * compared with the known content. A write that lands after this check is reported again.
+   */
+  private async _stillAsKnown(apiPath: string): Promise<boolean> {
+    const known = this._known.get(apiPath);
+    if (known?.stat === undefined || this._pendingDeletes.has(apiPath)) return false;
+    const osPath = this._osPath(apiPath);
+    let stats: Stats;
+    try {
+      if (known.racy) {
+        const readAt = Date.now();
+        const read = await this._files.readFile(osPath, { followSymlinks: false });
+        if (hash(read.bytes) !== known.sha256) return false;
+        stats = read.stats;
+        if (!sameStat(known.stat, fileStat(stats)) || this._known.get(apiPath) !== known) {
+          return false;
+        }
+        if (readAt - stats.mtimeMs >= RACY_WINDOW_MS) this._settleRacy(apiPath, known);
+        return true;
+      }
+      stats = await fs.lstat(osPath);
+    } catch {
+      return false;
+    }
+    return (
+      stats.isFile() && sameStat(known.stat, fileStat(stats)) && this._known.get(apiPath) === known
+    );
+  }
+
+  /** The known state's stat was confirmed by a read long enough after its write: not racy. */
+  private _settleRacy(apiPath: string, known: Private.IKnown): void {
+    known.racy = false;
+    const entry = this._index.get(apiPath);
+    if (known.archived && entry?.sha256 === known.sha256) {
+      this._index.set(apiPath, { ...entry, racy: false });
+    }
   }
 
   /** Settle, then read: see the class notes. */

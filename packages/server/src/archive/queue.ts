@@ -268,9 +268,12 @@ export class ArchiveQueue {
     if (record.renamedFrom !== undefined) {
       metadata['renamed-from'] = encodeURIComponent(record.renamedFrom);
     }
+    // The journal's hash of these bytes: the store checks the body against it rather than
+    // hashing it again, and the bucket keeps it as the version's checksum.
     const result = await this._store.put(this._bucket, key, archiveRecord.content, {
       contentType: 'application/x-ipynb+json',
-      metadata
+      metadata,
+      sha256: record.sha256
     });
     this._log.debug(
       {

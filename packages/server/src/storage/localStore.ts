@@ -23,9 +23,12 @@ import {
   type IObjectVersionPage,
   type IPutResult,
   type IVersionPageOptions,
+  checkSha256,
+  checksumMismatchError,
   checkVersionPageLimit,
   describeStoreTarget,
   tooLargeError,
+  type IPutOptions,
   type IStoreTarget
 } from './objectStore';
 
@@ -83,16 +86,26 @@ export class LocalObjectStore implements IObjectStore {
     await this._run({ operation: 'create', bucket }, () => this._createBucket(bucket));
   }
 
-  /** Write a new immutable version of `key`; see the class notes for crash safety. */
+  /**
+   * Write a new immutable version of `key`; see the class notes for crash safety. A body that
+   * does not match the `sha256` given is refused (`BadDigest`, as S3 answers) before anything is
+   * written.
+   */
   async put(
     bucket: string,
     key: string,
     body: Buffer,
-    options: { contentType?: string; metadata?: Record<string, string> } = {}
+    options: IPutOptions = {}
   ): Promise<IPutResult> {
     const target = { operation: 'write', bucket, key };
     Private.checkTarget(target);
     const metadata = normalizeMetadata(options.metadata);
+    if (
+      options.sha256 !== undefined &&
+      createHash('sha256').update(body).digest('hex') !== checkSha256(options.sha256)
+    ) {
+      throw checksumMismatchError(target, 'BadDigest');
+    }
     return this._run(target, async () => {
       const header = await this._write(
         bucket,

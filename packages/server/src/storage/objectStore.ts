@@ -12,6 +12,19 @@ export interface IPutResult {
   readonly etag?: string;
 }
 
+/** What {@link IObjectStore.put} may be told besides the bytes. */
+export interface IPutOptions {
+  readonly contentType?: string;
+  readonly metadata?: Record<string, string>;
+  /**
+   * The body's SHA-256, hex, when the caller has it already (the archive journal keeps it with
+   * every record). The store then checks the body against it instead of hashing it again: an S3
+   * server stores it as the object's checksum and refuses a body that does not match (so does
+   * the embedded store), so what arrives is exactly the bytes that were hashed.
+   */
+  readonly sha256?: string;
+}
+
 /** An object read whole (notebooks and clones are small enough for that). */
 export interface IObject {
   readonly body: Buffer;
@@ -168,6 +181,26 @@ export function tooLargeError(target: IStoreTarget, maxBytes: number): ObjectSto
   );
 }
 
+/** A SHA-256 given to `put`: 64 hex digits (another value is a programming error). */
+export function checkSha256(sha256: string): string {
+  if (!/^[0-9a-f]{64}$/i.test(sha256)) {
+    throw new RangeError(`A SHA-256 must be 64 hex digits, not "${displayable(sha256)}"`);
+  }
+  return sha256.toLowerCase();
+}
+
+/** Why a put was refused whose body does not match the SHA-256 given with it. */
+export const CHECKSUM_MISMATCH_REASON = 'the body does not match the SHA-256 it was sent with';
+
+/** The refusal of a body whose bytes do not match the SHA-256 given with it. */
+export function checksumMismatchError(target: IStoreTarget, code: string): ObjectStoreError {
+  return new ObjectStoreError(
+    'bad-request',
+    `Could not ${target.operation} ${describeStoreTarget(target)}: ${CHECKSUM_MISMATCH_REASON} (${code})`,
+    code
+  );
+}
+
 /** The `limit` of a version page, checked (a positive integer), as every store takes it. */
 export function checkVersionPageLimit(limit: number): number {
   if (!Number.isSafeInteger(limit) || limit < 1) {
@@ -181,13 +214,13 @@ export interface IObjectStore {
   /** How logs and feature detection name it: `s3://…` endpoint and region, or the local directory. */
   readonly description: string;
 
-  /** Write a new version of `key`. */
-  put(
-    bucket: string,
-    key: string,
-    body: Buffer,
-    options?: { contentType?: string; metadata?: Record<string, string> }
-  ): Promise<IPutResult>;
+  /**
+   * Write a new version of `key`.
+   *
+   * #### Notes
+   * A body that does not match the `sha256` given fails as `bad-request` and writes nothing.
+   */
+  put(bucket: string, key: string, body: Buffer, options?: IPutOptions): Promise<IPutResult>;
 
   /** Read `key`, or one of its versions; with `maxBytes`, never more than that (see IGetOptions). */
   get(bucket: string, key: string, versionId?: string, options?: IGetOptions): Promise<IObject>;

@@ -9,6 +9,7 @@ import {
   PutObjectCommand,
   S3Client,
   type ListObjectVersionsCommandOutput,
+  type PutObjectCommandInput,
   type S3ClientConfig
 } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
@@ -25,8 +26,11 @@ import {
   type IObjectSummary,
   type IObjectVersion,
   type IObjectVersionPage,
+  type IPutOptions,
   type IPutResult,
   type IVersionPageOptions,
+  CHECKSUM_MISMATCH_REASON,
+  checkSha256,
   checkVersionPageLimit,
   describeStoreTarget,
   tooLargeError,
@@ -38,8 +42,9 @@ import {
  * shared AWS SDK v3 client.
  *
  * #### Notes
- * Bodies are Buffers, never streams: the SDK then sends a plain body with a CRC32 header (no
- * `aws-chunked` framing, which some servers mishandle) and can retry the request itself. The SDK's
+ * Bodies are Buffers, never streams: the SDK then sends a plain body with a checksum header (no
+ * `aws-chunked` framing, which some servers mishandle) and can retry the request itself. The
+ * checksum is the SHA-256 the caller gave, or else the SDK's CRC32. The SDK's
  * standard retries cover short blips; longer outages surface as `unavailable` for the caller's
  * durable queue. Every failure is an {@link ObjectStoreError} made by {@link toObjectStoreError},
  * whose messages are our own sentences: the servers' texts can quote the access key id.
@@ -56,6 +61,7 @@ export class S3ObjectStore implements IObjectStore {
     // handler's default of 50 sockets would not follow max_threads.
     const agentOptions = { keepAlive: true, maxSockets: options.maxSockets };
     const checksums = options.checksums === 'when_required' ? 'WHEN_REQUIRED' : 'WHEN_SUPPORTED';
+    this._sendChecksums = checksums === 'WHEN_SUPPORTED';
     const config: S3ClientConfig = {
       region: options.region,
       maxAttempts: options.maxAttempts ?? 3,
@@ -86,6 +92,10 @@ export class S3ObjectStore implements IObjectStore {
     }
     this._client = new S3Client(config);
     Private.trackAttempts(this._client);
+    Private.usePayloadHashes(this._client);
+    // It only writes to `config.logger`, which is never set, yet filters every call's input and
+    // output for it (a walk of the operation's schema per call).
+    this._client.middlewareStack.remove('loggerMiddleware');
   }
 
   /** Where the store is, for logs and feature detection: endpoint (without credentials) and region. */
@@ -94,28 +104,43 @@ export class S3ObjectStore implements IObjectStore {
   /**
    * Write a new version of `key` with a single PutObject.
    *
-   * @throws ObjectStoreError `bad-request` for invalid metadata, else as mapped from the server.
+   * #### Notes
+   * With `sha256`, the SDK hashes nothing: the hash is the request's signed payload hash
+   * (`x-amz-content-sha256`), and with `checksums` `when_supported` also the object's checksum
+   * (`ChecksumSHA256`, stored with the version), in place of the CRC32 the SDK would compute of
+   * every body. Either way the server checks the body against it and refuses a mismatch.
+   *
+   * @throws ObjectStoreError `bad-request` for invalid metadata or a body that does not match
+   * `sha256`, else as mapped from the server.
    */
   async put(
     bucket: string,
     key: string,
     body: Buffer,
-    options: { contentType?: string; metadata?: Record<string, string> } = {}
+    options: IPutOptions = {}
   ): Promise<IPutResult> {
     const target = { operation: 'write', bucket, key };
     Private.checkTarget(target);
-    const output = await this._guard(target, () =>
-      this._client.send(
-        new PutObjectCommand({
-          Bucket: bucket,
-          Key: key,
-          Body: body,
-          ContentType: options.contentType,
-          Metadata: normalizeMetadata(options.metadata)
-        })
-      )
-    );
-    return { versionId: output.VersionId ?? null, etag: output.ETag };
+    const input: PutObjectCommandInput = {
+      Bucket: bucket,
+      Key: key,
+      Body: body,
+      ContentType: options.contentType,
+      Metadata: normalizeMetadata(options.metadata)
+    };
+    if (options.sha256 !== undefined) {
+      const sha256 = checkSha256(options.sha256);
+      if (this._sendChecksums) input.ChecksumSHA256 = Buffer.from(sha256, 'hex').toString('base64');
+      Private.payloadHashes.set(body, sha256);
+    }
+    try {
+      const output = await this._guard(target, () =>
+        this._client.send(new PutObjectCommand(input))
+      );
+      return { versionId: output.VersionId ?? null, etag: output.ETag };
+    } finally {
+      if (options.sha256 !== undefined) Private.payloadHashes.delete(body);
+    }
   }
 
   /**
@@ -453,6 +478,8 @@ export class S3ObjectStore implements IObjectStore {
   }
 
   private readonly _client: S3Client;
+  /** `checksums` is `when_supported`: a SHA-256 given to `put` is sent as the object's checksum. */
+  private readonly _sendChecksums: boolean;
   private readonly _where: string;
   private readonly _connectionTimeoutMs: number;
   private readonly _requestTimeoutMs: number;
@@ -473,7 +500,10 @@ export namespace S3ObjectStore {
     requestTimeoutMs?: number;
     /** Longest a connection may take to open; default 5 s. */
     connectionTimeoutMs?: number;
-    /** The SDK's checksum mode; `when_required` for servers that reject CRC32 headers. */
+    /**
+     * The SDK's checksum mode; `when_required` for servers that reject checksum headers (a
+     * SHA-256 given to `put` is then only the signed payload hash, not a checksum header).
+     */
     checksums?: 'when_supported' | 'when_required';
     /** Attempts per call including the first (SDK standard retries); default 3. */
     maxAttempts?: number;
@@ -578,11 +608,15 @@ export function toObjectStoreError(error: unknown, call: IFailedCall): ObjectSto
     const reason =
       name === 'InvalidBucketName'
         ? `"${displayable(call.bucket)}" is not a valid bucket name`
-        : name === 'PermanentRedirect' || name === 'AuthorizationHeaderMalformed' || status === 301
-          ? 'the bucket is in another region than the one configured'
-          : call.versionId !== undefined && (name === 'InvalidArgument' || status === 400)
-            ? `"${displayable(call.versionId)}" is not a valid version id`
-            : 'the object store refused the request as invalid';
+        : Private.CHECKSUM_MISMATCH_CODES.has(name)
+          ? CHECKSUM_MISMATCH_REASON
+          : name === 'PermanentRedirect' ||
+              name === 'AuthorizationHeaderMalformed' ||
+              status === 301
+            ? 'the bucket is in another region than the one configured'
+            : call.versionId !== undefined && (name === 'InvalidArgument' || status === 400)
+              ? `"${displayable(call.versionId)}" is not a valid version id`
+              : 'the object store refused the request as invalid';
     return new ObjectStoreError(
       'bad-request',
       `Could not ${call.operation} ${what}: ${reason} (${code})`,
@@ -607,6 +641,47 @@ namespace Private {
     readonly keyMarker?: string;
     readonly versionIdMarker?: string;
     readonly maxKeys?: number;
+  }
+
+  /**
+   * What servers answer when a body does not match a hash sent with it: S3 and versitygw
+   * `BadDigest`, MinIO `XAmzContentChecksumMismatch` for the object's checksum and
+   * `XAmzContentSHA256Mismatch` (S3 too) for the signed payload hash.
+   */
+  export const CHECKSUM_MISMATCH_CODES = new Set([
+    'BadDigest',
+    'InvalidDigest',
+    'XAmzContentChecksumMismatch',
+    'XAmzContentSHA256Mismatch'
+  ]);
+
+  /** SHA-256s (hex) of bodies being put, by body: the signed payload hash of their request. */
+  export const payloadHashes = new WeakMap<object, string>();
+
+  /**
+   * Sign the body of a put whose SHA-256 the caller gave with that hash, so that the signer does
+   * not hash the body again.
+   *
+   * #### Notes
+   * SigV4 signs `x-amz-content-sha256`, which S3 requests always carry; the signer computes it
+   * from the body unless the header is there already. A middleware of the build step (before
+   * signing) sets it from {@link payloadHashes}. The server checks it against the body it
+   * received, so a wrong hash fails the put rather than storing other bytes.
+   */
+  export function usePayloadHashes(client: S3Client): void {
+    client.middlewareStack.add(
+      next => async args => {
+        const request = args.request as { headers?: Record<string, string>; body?: unknown };
+        const body = request?.body;
+        const sha256 =
+          typeof body === 'object' && body !== null ? payloadHashes.get(body) : undefined;
+        if (sha256 !== undefined && request.headers) {
+          request.headers['x-amz-content-sha256'] = sha256;
+        }
+        return next(args);
+      },
+      { step: 'build', name: 'jupyterStorePayloadHash' }
+    );
   }
 
   /** Codes and names that mean "does not exist". */

@@ -252,7 +252,8 @@ describe('ArchiveIntake', () => {
 
   describe('races with the gateway', () => {
     /** Give the file one mtime, a whole second, so that another write can leave the same stat. */
-    const stampAt = (path: string, seconds: number) => fs.utimes(join(root, path), seconds, seconds);
+    const stampAt = (path: string, seconds: number) =>
+      fs.utimes(join(root, path), seconds, seconds);
 
     it("finds the gateway's own save, reported again by the watcher, without settling or archiving it again", async () => {
       await harness.close();
@@ -279,7 +280,11 @@ describe('ArchiveIntake', () => {
       await write('tick.ipynb', 'kernels');
       await stampAt('tick.ipynb', second);
       const after = await fs.stat(join(root, 'tick.ipynb'));
-      expect([after.ino, after.size, after.mtimeMs]).toEqual([saved.ino, saved.size, saved.mtimeMs]);
+      expect([after.ino, after.size, after.mtimeMs]).toEqual([
+        saved.ino,
+        saved.size,
+        saved.mtimeMs
+      ]);
       harness.intake.changed('tick.ipynb', 'watcher');
       await harness.drained();
       expect(store.history(KEY('tick.ipynb'))).toEqual(['gateway', 'kernels']);

@@ -17,9 +17,11 @@ import {
   type IObjectSummary
 } from '../../src/storage/objectStore';
 import { S3ObjectStore } from '../../src/storage/s3Store';
+import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { freePort } from '../support/jupyterServer';
 import {
   createVersionedBucket,
+  s3ClientFor,
   startObjectServerOfKind,
   type IObjectServer
 } from '../support/objectServers';
@@ -60,6 +62,7 @@ async function timed<T>(call: Promise<T>): Promise<{ ms: number; result: T }> {
 }
 
 const md5Etag = (body: Buffer) => `"${createHash('md5').update(body).digest('hex')}"`;
+const sha256Hex = (body: Buffer) => createHash('sha256').update(body).digest('hex');
 
 /** Everything a listing yields, sorted by key (the embedded store lists in an order of its own). */
 async function collect(listing: AsyncIterable<IObjectSummary>): Promise<IObjectSummary[]> {
@@ -250,6 +253,29 @@ describe.each<StoreKind>(['embedded', 'minio', 'versitygw'])('object store: %s',
       const body = Buffer.from('etag body');
       const result = await store.put(bucket, freshKey(), body);
       expect(result.etag).toBe(md5Etag(body));
+    });
+
+    it('keeps a body sent with its SHA-256, and refuses one that does not match it, writing no version', async () => {
+      const key = freshKey();
+      const body = Buffer.from('{"cells": [], "nbformat": 4}');
+      const written = await store.put(bucket, key, body, { sha256: sha256Hex(body) });
+      expect((await store.get(bucket, key)).body.equals(body)).toBe(true);
+      const refused = await failure(
+        store.put(bucket, key, Buffer.from('other bytes'), { sha256: sha256Hex(body) })
+      );
+      expect(refused.kind).toBe('bad-request');
+      expect(refused.message).toMatch(/does not match the SHA-256 it was sent with/);
+      const listed = (await store.listVersions(bucket, key)).map(version => version.versionId);
+      if (kind === 'versitygw') {
+        // versitygw 1.7.0 copies the latest version aside before it checks the body, and lists
+        // that copy (same id, same bytes) beside it until the next put: no other bytes are kept.
+        expect(listed).toEqual([written.versionId, written.versionId]);
+      } else {
+        expect(listed).toEqual([written.versionId]);
+      }
+      const latest = await store.get(bucket, key);
+      expect(latest.versionId).toBe(written.versionId);
+      expect(latest.body.equals(body)).toBe(true);
     });
 
     it('lists only exactly the key, not keys it prefixes', async () => {
@@ -1125,6 +1151,40 @@ describe.each<StoreKind>(['embedded', 'minio', 'versitygw'])('object store: %s',
         }
       });
 
+      it("keeps the SHA-256 given as the version's own checksum", async () => {
+        const key = freshKey();
+        const body = randomBytes(20_000);
+        await store.put(bucket, key, body, { sha256: sha256Hex(body) });
+        const client = s3ClientFor(fixture.server!);
+        try {
+          const head = await client.send(
+            new HeadObjectCommand({ Bucket: bucket, Key: key, ChecksumMode: 'ENABLED' })
+          );
+          expect(head.ChecksumSHA256).toBe(createHash('sha256').update(body).digest('base64'));
+        } finally {
+          client.destroy();
+        }
+      });
+
+      it('with checksums only when required, still refuses a body that does not match its SHA-256', async () => {
+        const plain = fixture.open({ checksums: 'when_required' });
+        try {
+          const key = freshKey();
+          const body = Buffer.from('the saved bytes');
+          await plain.put(bucket, key, body, { sha256: sha256Hex(body) });
+          const refused = await failure(
+            plain.put(bucket, key, Buffer.from('other bytes!!!!'), { sha256: sha256Hex(body) })
+          );
+          expect(refused.kind).toBe('bad-request');
+          // versitygw lists the latest version twice after a refused put (see above).
+          const ids = new Set((await plain.listVersions(bucket, key)).map(v => v.versionId));
+          expect(ids.size).toBe(1);
+          expect((await plain.get(bucket, key)).body.equals(body)).toBe(true);
+        } finally {
+          await plain.close();
+        }
+      });
+
       it('writes and reads with checksums only when required', async () => {
         const plain = fixture.open({ checksums: 'when_required' });
         try {
@@ -1280,6 +1340,87 @@ describe('S3ObjectStore against a scripted version listing', () => {
   it('leaves the delete markers out by default', async () => {
     const versions = await store.listVersions('b', 'k');
     expect(versions.map(v => v.versionId)).toEqual(['v3', 'v1']);
+  });
+});
+
+describe('S3ObjectStore puts with a SHA-256, as a scripted server sees them', () => {
+  let server: http.Server;
+  let seen: http.IncomingHttpHeaders[];
+
+  beforeAll(async () => {
+    server = http.createServer((request, response) => {
+      seen.push(request.headers);
+      request.resume();
+      request.on('end', () => {
+        response.writeHead(200, { 'x-amz-version-id': `v${seen.length}`, ETag: '"0"' });
+        response.end();
+      });
+    });
+    await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve));
+  });
+
+  beforeEach(() => {
+    seen = [];
+  });
+
+  afterAll(async () => {
+    await new Promise(resolve => server?.close(resolve));
+  });
+
+  const open = (checksums?: 'when_required') =>
+    new S3ObjectStore({
+      endpoint: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+      region: 'us-east-1',
+      accessKeyId: 'scripted',
+      secretAccessKey: 'scripted-secret',
+      maxSockets: 2,
+      maxAttempts: 1,
+      checksums
+    });
+  const body = Buffer.from('{"cells": []}');
+  const checksumHeaders = (headers: http.IncomingHttpHeaders) =>
+    Object.keys(headers).filter(name => /^x-amz-(checksum-|sdk-checksum)/.test(name));
+
+  it('sends the SHA-256 as the checksum and the signed payload hash, and no CRC32 of its own', async () => {
+    const store = open();
+    try {
+      await store.put('b', 'k', body, { sha256: sha256Hex(body) });
+      await store.put('b', 'k', body);
+    } finally {
+      await store.close();
+    }
+    const [withHash, without] = seen;
+    expect(checksumHeaders(withHash)).toEqual(['x-amz-checksum-sha256']);
+    expect(withHash['x-amz-checksum-sha256']).toBe(
+      createHash('sha256').update(body).digest('base64')
+    );
+    expect(withHash['x-amz-content-sha256']).toBe(sha256Hex(body));
+    // Without one, the SDK computes its own.
+    expect(checksumHeaders(without).sort()).toEqual([
+      'x-amz-checksum-crc32',
+      'x-amz-sdk-checksum-algorithm'
+    ]);
+  });
+
+  it('with checksums only when required, sends the SHA-256 only as the signed payload hash', async () => {
+    const store = open('when_required');
+    try {
+      await store.put('b', 'k', body, { sha256: sha256Hex(body) });
+    } finally {
+      await store.close();
+    }
+    expect(checksumHeaders(seen[0])).toEqual([]);
+    expect(seen[0]['x-amz-content-sha256']).toBe(sha256Hex(body));
+  });
+
+  it('refuses a SHA-256 that is not 64 hex digits before sending anything', async () => {
+    const store = open();
+    try {
+      await expect(store.put('b', 'k', body, { sha256: 'not a hash' })).rejects.toThrow(RangeError);
+    } finally {
+      await store.close();
+    }
+    expect(seen).toEqual([]);
   });
 });
 

@@ -12,8 +12,17 @@ export class FakeStore implements IObjectStore {
   readonly description = 'fake';
   readonly versions = new Map<
     string,
-    Array<{ id: string; body: Buffer; metadata: Record<string, string>; deleteMarker?: boolean }>
+    Array<{
+      id: string;
+      body: Buffer;
+      metadata: Record<string, string>;
+      /** The SHA-256 the put was sent with, as an S3 server keeps it (the version's checksum). */
+      sha256?: string;
+      deleteMarker?: boolean;
+    }>
   >();
+  /** Flip a byte of the next put's body in transit, as a faulty network or disk would. */
+  corruptNextBody = false;
   /** Errors thrown by the next put calls, in order. */
   failPuts: ObjectStoreError[] = [];
   /** When set, every call fails with it. */
@@ -30,7 +39,7 @@ export class FakeStore implements IObjectStore {
     _bucket: string,
     key: string,
     body: Buffer,
-    options?: { metadata?: Record<string, string> }
+    options?: { metadata?: Record<string, string>; sha256?: string }
   ) {
     this.puts++;
     this.active++;
@@ -40,9 +49,19 @@ export class FakeStore implements IObjectStore {
       if (this.down) throw this.down;
       const failure = this.failPuts.shift();
       if (failure) throw failure;
+      const received = Buffer.from(body);
+      if (this.corruptNextBody) {
+        this.corruptNextBody = false;
+        received[0] ^= 0xff;
+      }
+      // As S3 servers do: a body that does not match the SHA-256 sent with it is refused.
+      const sha256 = options?.sha256;
+      if (sha256 !== undefined && createHash('sha256').update(received).digest('hex') !== sha256) {
+        throw new ObjectStoreError('bad-request', 'the body does not match', 'BadDigest');
+      }
       const id = `v${++this.counter}`;
       const list = this.versions.get(key) ?? [];
-      list.push({ id, body: Buffer.from(body), metadata: { ...options?.metadata } });
+      list.push({ id, body: received, metadata: { ...options?.metadata }, sha256 });
       this.versions.set(key, list);
       if (this.loseNextAnswer) {
         const lost = this.loseNextAnswer;
