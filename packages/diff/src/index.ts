@@ -1,2 +1,4 @@
-/** Notebook diffs in nbdime's format. */
-export {};
+/** Notebook diffs in nbdime's format: computing them, and applying them. */
+export * from './types';
+export { diffNotebooks, joinMultilineStrings } from './notebook';
+export { patch } from './patch';
