@@ -2,6 +2,7 @@ import {
   MAX_VERSIONS_PAGE_LIMIT,
   ContentsModelSchema,
   FsCloneResponseSchema,
+  NotebookDiffSchema,
   ObjectCloneResponseSchema,
   PublishRequestSchema,
   PublishResultSchema,
@@ -9,6 +10,7 @@ import {
   VersionListingSchema,
   type FsCloneRequest,
   type FsCloneResponse,
+  type NotebookDiff,
   type ObjectCloneRequest,
   type ObjectCloneResponse,
   type PublishResult,
@@ -224,17 +226,43 @@ export class StoreClient {
     notebookPath?: string,
     options: { limit?: number; next?: string } = {}
   ): Promise<VersionListing> {
+    const query = {
+      limit: options.limit === undefined ? undefined : String(options.limit),
+      next: options.next
+    };
+    return this._getForNotebook('api/store/versions', notebookPath, query, VersionListingSchema);
+  }
+
+  /**
+   * What changed in a notebook (default: the current one) from one version to another:
+   * `GET {base}api/store/diff/<path>?base=…&remote=…`, the base notebook and the diff that turns
+   * it into the remote one, in nbdime's format.
+   *
+   * A ref is `current` (the file on the server's disk), an archived version id, or
+   * `published:<version id>`. The server's defaults: `remote` is `current`, `base` the newest
+   * archived version.
+   */
+  async diff(
+    notebookPath?: string,
+    refs: { base?: string; remote?: string } = {}
+  ): Promise<NotebookDiff> {
+    return this._getForNotebook('api/store/diff', notebookPath, refs, NotebookDiffSchema);
+  }
+
+  /**
+   * `GET {base}<route>/<path>?<query>` for a notebook (default: the current one), expecting 200
+   * and an answer that `schema` accepts. Query parameters left undefined are not sent.
+   */
+  private async _getForNotebook<T>(
+    route: string,
+    notebookPath: string | undefined,
+    query: Record<string, string | undefined>,
+    schema: ServerConnection.IRequestOptions<T>['schema']
+  ): Promise<T> {
     const connection = await this._connection();
     const target = await this._notebookPath(notebookPath);
-    const query = new URLSearchParams();
-    if (options.limit !== undefined) query.set('limit', String(options.limit));
-    if (options.next !== undefined) query.set('next', options.next);
-    const search = query.toString();
-    const relative = `api/store/versions/${encodeApiPath(target)}${search ? `?${search}` : ''}`;
-    return connection.request('GET', relative, {
-      expect: 200,
-      schema: VersionListingSchema
-    });
+    const relative = Private.withQuery(`${route}/${encodeApiPath(target)}`, query);
+    return connection.request('GET', relative, { expect: 200, schema });
   }
 
   /** The path given, trimmed, or the current notebook's. */
@@ -353,6 +381,19 @@ namespace Private {
       );
     }
     return { url: found.url, token: found.token, root_dir: found.root_dir };
+  }
+
+  /** A relative URL with the parameters given (those undefined are left out). */
+  export function withQuery(
+    relative: string,
+    parameters: Record<string, string | undefined>
+  ): string {
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(parameters)) {
+      if (value !== undefined) query.set(name, value);
+    }
+    const search = query.toString();
+    return search ? `${relative}?${search}` : relative;
   }
 
   /** Server paths are relative to the root: outer slashes mean nothing. */

@@ -3,3 +3,4 @@ export * from './errors';
 export * from './store';
 export * from './publish';
 export * from './clone';
+export * from './diff';

@@ -10,17 +10,26 @@ import { jupyterRuntimeDir, listRunningServers } from '../discovery';
 import { StoreClientError, StoreError } from '../errors';
 import type { ILiveServerRecord } from '../records';
 import { StoreClient } from '../storeClient';
+import { describeNotebookDiff } from './diffText';
 import { describeFlags, parseFlags, UsageError, type FlagSpec } from './flags';
 
 /**
- * The `jupyter store` commands of the client: `clone`, `fs-clone`, `publish`, `versions` and
- * `servers`. They print for people by default and JSON with `--json`, and exit 0 on success,
- * 1 when the server (or finding it) fails, with its message, and 2 on bad usage, with one line
- * on stderr.
+ * The `jupyter store` commands of the client: `clone`, `fs-clone`, `publish`, `versions`,
+ * `diff` and `servers`. They print for people by default and JSON with `--json`, and exit 0 on
+ * success, 1 when the server (or finding it) fails, with its message, and 2 on bad usage, with
+ * one line on stderr. `diff` exits as `diff` does: 0 when the notebooks are equal, 1 when they
+ * differ, 2 on any error.
  */
 
 /** The names {@link runStoreCommand} answers to. */
-export const STORE_COMMANDS = ['clone', 'fs-clone', 'publish', 'versions', 'servers'] as const;
+export const STORE_COMMANDS = [
+  'clone',
+  'fs-clone',
+  'publish',
+  'versions',
+  'diff',
+  'servers'
+] as const;
 
 export type StoreCommandName = (typeof STORE_COMMANDS)[number];
 
@@ -81,7 +90,7 @@ export async function runStoreCommand(
     }
     const result = await command.run({ values, positionals, io });
     io.stdout(json ? `${JSON.stringify(result.json, null, 2)}\n` : result.text);
-    return 0;
+    return result.status ?? 0;
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr(`jupyter-store ${name}: ${error.message} (see --help)\n`);
@@ -90,7 +99,7 @@ export async function runStoreCommand(
     const message = describeError(error);
     io.stderr(`jupyter-store ${name}: ${message}\n`);
     if (json) io.stdout(`${JSON.stringify({ error: errorJson(error, message) }, null, 2)}\n`);
-    return 1;
+    return (isStoreCommand(name) && COMMANDS[name].failureStatus) || 1;
   }
 }
 
@@ -149,10 +158,12 @@ export function toServerPath(argument: string, cwd: string, rootDir: string): st
   throw new UsageError(`'${argument}' is not inside the server's root directory ${rootDir}`);
 }
 
-/** What a command prints: text for people, a value for `--json`. */
+/** What a command prints: text for people, a value for `--json`; and its exit status. */
 interface IOutput {
   text: string;
   json: unknown;
+  /** Default 0. */
+  status?: number;
 }
 
 interface IInvocation {
@@ -167,6 +178,8 @@ interface ICommand {
   /** The least and the most positional arguments. */
   positionals: [number, number];
   positionalNames: string[];
+  /** The exit status when the server, or finding it, fails; default 1. */
+  failureStatus?: number;
   run(invocation: IInvocation): Promise<IOutput>;
 }
 
@@ -286,6 +299,39 @@ ${PATHS_NOTE}`,
       }
       const page = await client.versionsPage(notebookPath, { limit, next });
       return { text: describeVersions(page, { limit, path: positionals[0] }), json: page };
+    }
+  },
+  diff: {
+    usage: `Usage: jupyter store diff PATH [BASE] [REMOTE] [options]
+
+Show what changed in a notebook from BASE to REMOTE: the cells added, removed and changed,
+their source lines (- removed, + added), and what changed in outputs and metadata. BASE
+and REMOTE are refs:
+  current                the file on the server's disk
+  VERSION_ID             an archived version (jupyter store versions PATH lists them)
+  published:VERSION_ID   a published version
+REMOTE defaults to current and BASE to the newest archived version: with no refs, the
+diff shows what is on disk and not archived yet. Cells are numbered from 0: removed and
+changed cells as in BASE, added cells as in REMOTE. With --json, the server's answer:
+{path, base, diff, base_ref, remote_ref}, the diff in nbdime's format.
+
+Exit status, as diff's: 0 when the notebooks are equal, 1 when they differ, 2 on errors.
+
+${PATHS_NOTE}`,
+    flags: SERVER_FLAGS,
+    positionals: [1, 3],
+    positionalNames: ['PATH'],
+    failureStatus: 2,
+    async run({ values, positionals, io }) {
+      const [, base, remote] = positionals;
+      const client = createClient(values, io);
+      const notebookPath = await serverPathArgument(client, positionals[0], io);
+      const answer = await client.diff(notebookPath, { base, remote });
+      return {
+        text: describeNotebookDiff(answer),
+        json: answer,
+        status: answer.diff.length === 0 ? 0 : 1
+      };
     }
   },
   servers: {

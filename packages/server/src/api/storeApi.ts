@@ -1,4 +1,5 @@
 import {
+  MAX_VERSION_ID_CHARS,
   StoreInfoSchema,
   VersionContentSchema,
   VersionListingSchema,
@@ -20,6 +21,7 @@ import type { IContentsBackendChoice } from '../gateway/contentsBackend';
 import type { Logger } from '../gateway/logger';
 import { addCloneRoutes, DEFAULT_MAX_CLONE_BYTES, parseNotebook, readObject } from './clone';
 import { onlyMethods } from './methods';
+import { addDiffRoutes } from './diff';
 import { addPublishRoutes } from './publish';
 import { checkStorePath } from './storePaths';
 import { parseVersionsLimit, VersionPageTokens, type IVersionCursor } from './versionPages';
@@ -44,11 +46,11 @@ export interface IStoreApiOptions {
 }
 
 /**
- * The store API under `{base}api/store`: feature detection and version listings (publish and
- * clone join it). Mounted behind Jupyter's auth by the gateway; each route then asks the
+ * The store API under `{base}api/store`: feature detection and version listings (publish, clone
+ * and diff join it). Mounted behind Jupyter's auth by the gateway; each route then asks the
  * permission that its action implies of Jupyter's `Authorizer` (see `ASKED_PERMISSIONS` in
- * `gateway/auth.ts` for the table): `contents: read` here, `contents: write` for publish and
- * clone.
+ * `gateway/auth.ts` for the table): `contents: read` here and for diffs, `contents: write` for
+ * publish and clone.
  */
 export function createStoreApiRouter(options: IStoreApiOptions): Router {
   const router = Router({ caseSensitive: true, strict: true });
@@ -63,14 +65,14 @@ export function createStoreApiRouter(options: IStoreApiOptions): Router {
   // `use`, not a route with a parameter: express would decode the path before we could check it.
   const reading = [onlyMethods('GET'), requirePermission('contents', 'read')];
   router.use('/versions', ...reading, (request: Request, response: Response, next) => {
-    const raw = request.url.split('?', 1)[0].replace(/^\//, '');
-    const decoded = decodeUrlPath(raw);
-    if (decoded === undefined) {
-      next(new HttpError(400, 'The path is not valid UTF-8', 'invalid path'));
+    let path: string;
+    try {
+      path = requestStorePath(request);
+    } catch (error) {
+      next(error);
       return;
     }
-    const path = checkStorePath(decoded);
-    const query = new URL(request.originalUrl, 'http://gateway.invalid').searchParams;
+    const query = requestQuery(request);
     const versionId = query.getAll('object_version_id').at(-1);
     if (versionId === undefined) {
       let page: IPageRequest;
@@ -106,6 +108,11 @@ export function createStoreApiRouter(options: IStoreApiOptions): Router {
       manager: options.manager,
       maxCloneBytes,
       log: options.log
+    });
+    addDiffRoutes(router, {
+      archiving: options.archiving,
+      manager: options.manager,
+      maxNotebookBytes: maxCloneBytes
     });
   }
   return router;
@@ -144,8 +151,28 @@ export function storeInfo(options: IStoreApiOptions): StoreInfo {
   };
 }
 
+/**
+ * The path below a route mounted with `use` (`/versions/<path>`, `/diff/<path>`), decoded as
+ * tornado decodes it, then checked.
+ *
+ * @throws HttpError 400 when it is not UTF-8 or {@link checkStorePath} refuses it.
+ */
+export function requestStorePath(request: Request): string {
+  const raw = request.url.split('?', 1)[0].replace(/^\//, '');
+  const decoded = decodeUrlPath(raw);
+  if (decoded === undefined) {
+    throw new HttpError(400, 'The path is not valid UTF-8', 'invalid path');
+  }
+  return checkStorePath(decoded);
+}
+
+/** The query of a request; a repeated parameter is read by its last value, as tornado does. */
+export function requestQuery(request: Request): URLSearchParams {
+  return new URL(request.originalUrl, 'http://gateway.invalid').searchParams;
+}
+
 /** 503 while object storage cannot be used (no bucket, failed bucket check). */
-function checkStoreUsable(archiving: Archiving): void {
+export function checkStoreUsable(archiving: Pick<Archiving, 'features'>): void {
   if (!archiving.features().features.store_valid) {
     throw new HttpError(
       503,
@@ -231,8 +258,8 @@ async function listVersions(
   }
 }
 
-/** The longest version id accepted, as the clone API accepts it. */
-const MAX_VERSION_ID_CHARS = 1024;
+/** The two copies of a notebook in the bucket: archived saves, and published versions. */
+export type StoreCopy = 'workspace' | 'published';
 
 /**
  * One version of the archived (`copy` workspace, the default) or published copy of a notebook,
@@ -246,6 +273,39 @@ async function readVersion(
   copy = 'workspace',
   maxBytes = DEFAULT_MAX_CLONE_BYTES
 ): Promise<VersionContent> {
+  if (copy !== 'workspace' && copy !== 'published') {
+    throw new HttpError(400, 'copy must be "workspace" or "published"', 'bad request');
+  }
+  const version = await readNotebookVersion(archiving, path, versionId, copy, {
+    maxBytes,
+    parse: parseNotebook
+  });
+  return {
+    path,
+    object_bucket: archiving.bucket,
+    object_key: version.key,
+    object_version_id: version.versionId,
+    content: version.notebook as unknown as Record<string, unknown>
+  };
+}
+
+/**
+ * Read one version of a copy of a notebook whole, and parse it.
+ *
+ * @param options - `maxBytes`, the most bytes read (413 beyond), and `parse`, which answers the
+ *   notebook in the bytes or undefined when they hold none.
+ * @throws HttpError 400 for an empty or too long version id, 503 while object storage is not
+ *   usable, 404 when the version does not exist, 413 over `maxBytes`, 422 (reason `not a
+ *   notebook`) when `parse` finds no notebook, and the store's own errors (see
+ *   {@link toHttpError}).
+ */
+export async function readNotebookVersion<T>(
+  archiving: Pick<Archiving, 'settings' | 'store' | 'bucket' | 'features'>,
+  path: string,
+  versionId: string,
+  copy: StoreCopy,
+  options: { maxBytes: number; parse: (bytes: Buffer) => T | undefined }
+): Promise<{ key: string; versionId: string; notebook: T }> {
   if (versionId === '' || versionId.length > MAX_VERSION_ID_CHARS) {
     throw new HttpError(
       400,
@@ -253,29 +313,20 @@ async function readVersion(
       'bad request'
     );
   }
-  if (copy !== 'workspace' && copy !== 'published') {
-    throw new HttpError(400, 'copy must be "workspace" or "published"', 'bad request');
-  }
   checkStoreUsable(archiving);
   const { settings, bucket } = archiving;
   const prefix = copy === 'workspace' ? settings.workspace_prefix : settings.published_prefix;
   const key = objectKey(prefix, path);
-  const object = await readObject(archiving, bucket, key, versionId, maxBytes);
-  const notebook = parseNotebook(object.body);
-  if (!notebook) {
+  const object = await readObject(archiving, bucket, key, versionId, options.maxBytes);
+  const notebook = options.parse(object.body);
+  if (notebook === undefined) {
     throw new HttpError(
       422,
       `Version ${JSON.stringify(displayable(versionId))} of s3://${bucket}/${key} is not an nbformat 4 notebook`,
       'not a notebook'
     );
   }
-  return {
-    path,
-    object_bucket: bucket,
-    object_key: key,
-    object_version_id: object.versionId ?? versionId,
-    content: notebook as unknown as Record<string, unknown>
-  };
+  return { key, versionId: object.versionId ?? versionId, notebook };
 }
 
 function toApiVersion(version: IObjectVersion): ObjectVersion {

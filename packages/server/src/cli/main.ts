@@ -17,6 +17,7 @@ From a notebook's kernel (!jupyter store …), a terminal or a script, against a
   fs-clone   fs-clone RELPATH [TARGET]: copy a file from the server's fs_cloning_basedir
   publish    publish [PATH]: publish a notebook (default: the current one)
   versions   versions [PATH]: list a notebook's archived and published versions
+  diff       diff PATH [BASE] [REMOTE]: what changed in a notebook between two versions
   servers    list the running Jupyter servers
 
 Run 'jupyter-store <command> --help' for a command's options.
@@ -27,7 +28,8 @@ Run 'jupyter-store <command> --help' for a command's options.
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (isStoreCommand(command)) {
-    // These handle their own errors: exit status 1 with the server's message, 2 on bad usage.
+    // These handle their own errors: exit status 1 with the server's message (2 for diff, whose
+    // 1 means the notebooks differ), 2 on bad usage.
     process.exitCode = await runStoreCommand(command, rest);
     return;
   }

@@ -5,7 +5,7 @@ import { HttpError } from '../errors';
 import { sendError } from '../http/errors';
 import type { Logger } from './logger';
 import { checkHost, checkOrigin, checkXsrf, requestOrigin, submittedXsrfToken } from './security';
-import { requestUpstream, type UpstreamAddress } from './upstream';
+import { describeUpstream, requestUpstream, type UpstreamAddress } from './upstream';
 
 /** A Jupyter resource that routes of the gateway are authorized against. */
 export type JupyterResource = 'contents';
@@ -26,6 +26,8 @@ export type JupyterAction = 'read' | 'write';
  * | `api/contents/…` | PUT, POST, PATCH, DELETE | `contents: write` |
  * | `api/store` (feature detection, archive status) | GET, HEAD | `contents: read` |
  * | `api/store/versions/<path>` (the listing, or one version's content) | GET, HEAD | `contents: read` |
+ * | `api/store/diff/<path>` (two versions, or a version and the file on disk) | GET, HEAD | `contents: read` |
+ * | `api/store/diff` (the same, with notebooks given inline) | POST | `contents: read` |
  * | `api/store/publish/<path>` | PUT | `contents: write` |
  * | `api/store/clone`, `api/store/fs-clone` | POST | `contents: write` |
  * | `store/clone`, `store/fs-clone` (landing pages) | GET, HEAD | `contents: write` |
@@ -34,6 +36,8 @@ export type JupyterAction = 'read' | 'write';
  * - The contents API needs what Jupyter's own contents handlers need (`@authorized`: the action
  *   of the HTTP method). With `contents_backend` `jupyter`, Jupyter answers it and decides itself.
  * - Listing or reading archived versions shows notebook content, as reading the file does.
+ * - A diff shows the content of the versions it compares, and changes nothing: `read`, for its
+ *   POST too (which posts only to carry notebooks the server has not seen).
  * - A clone writes a file into the server. It also reads the source, but from object storage or
  *   `fs_cloning_basedir`, not from the server's contents.
  * - Publishing is a write: it changes what the store serves to everyone who clones (a new
@@ -124,6 +128,20 @@ export class Authenticator {
     const cookie = request.headers.cookie ?? '';
     const answer = await this._askCached('cookie', host, cookie, cookie ? { cookie } : {});
     return answer ? { ...answer, tokenAuthenticated: false } : null;
+  }
+
+  /**
+   * Ask the upstream once and forget the answer: Jupyter's first answer to `api/me` costs it far
+   * more than later ones, and the connection is then open, so the first request of a user does
+   * not pay for either. Never fails.
+   *
+   * @param token - the upstream's own token, when the caller has it: asked with it, the
+   *   question is answered (and logged by Jupyter) as any other, not as a refusal.
+   */
+  async prepare(token?: string | null): Promise<void> {
+    const host = describeUpstream(this._upstream).replace(/^http:\/\/|^unix:.*/, '') || 'localhost';
+    const headers: http.OutgoingHttpHeaders = token ? { authorization: `token ${token}` } : {};
+    await this._ask(host, headers).catch(() => undefined);
   }
 
   /** Forget every cached answer (for example after the upstream restarted). */

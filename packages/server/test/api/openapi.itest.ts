@@ -16,7 +16,7 @@ import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import * as http from 'node:http';
 import { tmpdir } from 'node:os';
@@ -57,15 +57,26 @@ function resolvePointer(ref: string): Json {
   return node;
 }
 
-/** The value with every `$ref` replaced by what it points to (the document has no cycles). */
-function inline(node: Json): Json {
-  if (Array.isArray(node)) return node.map(inline);
+/** How deep a schema that holds itself is expanded: deeper than any notebook diff nests. */
+const RECURSION_DEPTH = 12;
+
+/**
+ * The value with every `$ref` replaced by what it points to. A schema that holds itself (a diff
+ * entry holds a diff) is expanded {@link RECURSION_DEPTH} levels deep, then left open.
+ */
+function inline(node: Json, depth: ReadonlyMap<string, number> = new Map()): Json {
+  if (Array.isArray(node)) return node.map(item => inline(item, depth));
   if (node === null || typeof node !== 'object') return node;
   if (typeof node.$ref === 'string') {
     const { $ref, ...siblings } = node;
-    return { ...inline(resolvePointer($ref)), ...inline(siblings) };
+    const level = depth.get($ref) ?? 0;
+    if (level >= RECURSION_DEPTH) return {};
+    const deeper = new Map(depth).set($ref, level + 1);
+    return { ...inline(resolvePointer($ref), deeper), ...inline(siblings, depth) };
   }
-  return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, inline(value)]));
+  return Object.fromEntries(
+    Object.entries(node).map(([key, value]) => [key, inline(value, depth)])
+  );
 }
 
 /**
@@ -1094,6 +1105,127 @@ describe('jupyter-store lab archiving to MinIO, under --base-url /jupyter/', () 
     });
   });
 
+  describe('the diff routes', () => {
+    const getDiff = (query: string, request: Partial<IRequest> = {}) =>
+      call(main, 'GET', '/api/store/diff/{path}', {
+        path: `api/store/diff/${query}`,
+        ...request
+      });
+    const postDiff = (request: Omit<IRequest, 'path'>) =>
+      call(main, 'POST', '/api/store/diff', { path: 'api/store/diff', ...request });
+    let older: string;
+    let newer: string;
+
+    beforeAll(async () => {
+      for (const text of ['diff one', 'diff two']) {
+        const saved = await send(main, 'PUT', {
+          path: 'api/contents/diffed.ipynb',
+          json: { type: 'notebook', content: notebook(text) }
+        });
+        expect([200, 201]).toContain(saved.status);
+      }
+      const deadline = Date.now() + 30_000;
+      let ids: string[] = [];
+      while (ids.length < 2 && Date.now() < deadline) {
+        const listing = await send(main, 'GET', { path: 'api/store/versions/diffed.ipynb' });
+        ids = listing.json().workspace.versions.map((version: Json) => version.object_version_id);
+      }
+      [newer, older] = ids;
+      writeFileSync(join(gateway.rootDir, 'huge.ipynb'), '');
+      truncateSync(join(gateway.rootDir, 'huge.ipynb'), 100 * 1024 * 1024 + 1);
+    });
+
+    test('200 for two versions, a version and the file, and an inline notebook', async () => {
+      const versions = await getDiff(`diffed.ipynb?base=${older}&remote=${newer}`);
+      expect(versions.status).toBe(200);
+      expect(versions.json().diff).not.toEqual([]);
+      const byDefault = await getDiff('diffed.ipynb', { auth: cookieAuth() });
+      expect(byDefault.status).toBe(200);
+      const inline = await postDiff({
+        json: { path: 'diffed.ipynb', base: older, remote: notebook('unsaved') },
+        auth: cookieWriteAuth()
+      });
+      expect(inline.status).toBe(200);
+      expect(inline.json().remote_ref).toEqual({
+        ref: null,
+        source: 'inline',
+        object_version_id: null
+      });
+    });
+
+    test('400 for a bad ref, path or body', async () => {
+      expectError(await getDiff('diffed.ipynb?base='), 400, 'bad request');
+      expectError(await getDiff('.hidden/x.ipynb?base=current'), 400, 'hidden path');
+      expectError(await postDiff({ body: 'not json' }), 400, 'bad request');
+      expectError(await postDiff({ json: { base: 'current' } }), 400, 'bad request');
+    });
+
+    test('403 without authentication, or a cookie POST without the XSRF token', async () => {
+      expectError(await getDiff('diffed.ipynb', { auth: {} }), 403, 'not authenticated');
+      expectError(
+        await postDiff({
+          json: { base: notebook('a'), remote: notebook('b') },
+          auth: cookieAuth()
+        }),
+        403,
+        'xsrf'
+      );
+    });
+
+    test('404 for a missing file or an unknown version', async () => {
+      expectError(await getDiff('missing.ipynb?base=current'), 404, 'not found');
+      expectError(
+        await postDiff({
+          json: { path: 'diffed.ipynb', base: '00000000-0000-0000-0000-000000000000' }
+        }),
+        404,
+        'NoSuchVersion'
+      );
+    });
+
+    test('413 for a file or a body over 100 MiB, 415 for an unknown encoding', async () => {
+      expectError(await getDiff('huge.ipynb?base=current&remote=current'), 413, 'too large');
+      const big = await postDiff({
+        streamBytes: 100 * 1024 * 1024 + 1,
+        headers: { 'Content-Type': 'application/json' }
+      });
+      expectError(big, 413, 'entity.too.large');
+      const encoded = await postDiff({
+        json: { base: notebook('a'), remote: notebook('b') },
+        headers: { 'Content-Encoding': 'x-unknown' }
+      });
+      expectError(encoded, 415, 'encoding.unsupported');
+    });
+
+    test('422 for what is not a notebook', async () => {
+      const put = await s3.send(
+        new PutObjectCommand({ Bucket: BUCKET, Key: 'workspace/odd-diff.ipynb', Body: 'not json' })
+      );
+      expectError(await getDiff(`odd-diff.ipynb?base=${put.VersionId}`), 422, 'not a notebook');
+      expectError(
+        await postDiff({ json: { base: notebook('a'), remote: { cells: [] } } }),
+        422,
+        'not a notebook'
+      );
+    });
+
+    test.each([
+      ...['GET', 'PUT', 'DELETE', 'PATCH'].map(method => [method, '/api/store/diff', 'POST']),
+      ...['POST', 'PUT', 'DELETE', 'PATCH'].map(method => [
+        method,
+        '/api/store/diff/{path}',
+        'GET, HEAD'
+      ])
+    ])('405 for %s %s, with the Allow header', async (method, template, allow) => {
+      const reply = await call(main, method, template, {
+        path: template.replace('{path}', 'diffed.ipynb').slice(1),
+        body: method === 'GET' ? undefined : '{}'
+      });
+      expectError(reply, 405, 'method not allowed');
+      expect(reply.headers.allow).toBe(allow);
+    });
+  });
+
   // Last: it stops MinIO.
   describe('with object storage unreachable', () => {
     test('502 for versions, publish and clone', async () => {
@@ -1117,6 +1249,19 @@ describe('jupyter-store lab archiving to MinIO, under --base-url /jupyter/', () 
         await call(main, 'POST', '/api/store/clone', {
           path: 'api/store/clone',
           json: { object_bucket: SOURCES, object_key: 'data/blob.bin' }
+        }),
+        502,
+        /./
+      );
+      expectError(
+        await call(main, 'GET', '/api/store/diff/{path}', { path: 'api/store/diff/report.ipynb' }),
+        502,
+        /./
+      );
+      expectError(
+        await call(main, 'POST', '/api/store/diff', {
+          path: 'api/store/diff',
+          json: { path: 'report.ipynb' }
         }),
         502,
         /./
@@ -1197,6 +1342,19 @@ describe('jupyter-store serve with features off', () => {
       await call(noStore, 'POST', '/api/store/clone', {
         path: 'api/store/clone',
         json: { object_bucket: 'sources', object_key: 'a.ipynb' }
+      }),
+      503,
+      'store unavailable'
+    );
+    expectError(
+      await call(noStore, 'GET', '/api/store/diff/{path}', { path: 'api/store/diff/a.ipynb' }),
+      503,
+      'store unavailable'
+    );
+    expectError(
+      await call(noStore, 'POST', '/api/store/diff', {
+        path: 'api/store/diff',
+        json: { path: 'a.ipynb', base: 'v1', remote: notebook('a') }
       }),
       503,
       'store unavailable'
@@ -1297,6 +1455,16 @@ const EXPECTED_COVERAGE: Record<string, number[]> = {
   'PUT /api/store/fs-clone': [405],
   'DELETE /api/store/fs-clone': [405],
   'PATCH /api/store/fs-clone': [405],
+  'GET /api/store/diff/{path}': [200, 400, 403, 404, 413, 422, 502, 503],
+  'POST /api/store/diff/{path}': [405],
+  'PUT /api/store/diff/{path}': [405],
+  'DELETE /api/store/diff/{path}': [405],
+  'PATCH /api/store/diff/{path}': [405],
+  'POST /api/store/diff': [200, 400, 403, 404, 413, 415, 422, 502, 503],
+  'GET /api/store/diff': [405],
+  'PUT /api/store/diff': [405],
+  'DELETE /api/store/diff': [405],
+  'PATCH /api/store/diff': [405],
   'GET /store/clone': [200, 302, 400, 403, 503],
   'GET /store/fs-clone': [200, 302, 400, 403, 404, 503],
   'GET /store/static/{file}': [200, 404]

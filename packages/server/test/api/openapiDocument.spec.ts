@@ -325,16 +325,27 @@ describe('the OpenAPI document', () => {
  * zod's safe-integer maximum and closed-object markers are left out: the document keeps objects
  * open, because new keys may be added.
  */
-function shape(schema: Json, resolve: (ref: string) => Json): Json {
+function shape(
+  schema: Json,
+  resolve: (ref: string) => Json,
+  expanding: ReadonlySet<string> = new Set()
+): Json {
   const variants = new Map<string, Json>();
   const add = (variant: Json): void => {
     variants.set(JSON.stringify(variant), variant);
   };
+  let inside = expanding;
   const visit = (node: Json): void => {
     if (node === true || node === undefined) return add('any');
     if (typeof node.$ref === 'string') {
       const { $ref, ...rest } = node;
-      return visit({ ...resolve($ref), ...rest });
+      // A schema that holds itself (a diff entry holds a diff) is compared down to where it
+      // recurs; both sides then recur at the same place.
+      if (inside.has($ref)) return add('recursive');
+      inside = new Set([...inside, $ref]);
+      visit({ ...resolve($ref), ...rest });
+      inside = new Set([...inside].filter(ref => ref !== $ref));
+      return;
     }
     const alternatives = node.anyOf ?? node.oneOf;
     if (alternatives) {
@@ -371,15 +382,15 @@ function shape(schema: Json, resolve: (ref: string) => Json): Json {
       } else if (type === 'integer' || type === 'number') {
         add({ type, minimum: node.minimum ?? node.exclusiveMinimum });
       } else if (type === 'array') {
-        add({ type, items: shape(node.items, resolve) });
+        add({ type, items: shape(node.items, resolve, inside) });
       } else if (type === 'object') {
         const properties: Json = {};
         for (const [name, value] of Object.entries<Json>(node.properties ?? {})) {
-          properties[name] = shape(value, resolve);
+          properties[name] = shape(value, resolve, inside);
         }
         const additional =
           node.additionalProperties && typeof node.additionalProperties === 'object'
-            ? shape(node.additionalProperties, resolve)
+            ? shape(node.additionalProperties, resolve, inside)
             : undefined;
         add({
           type,
@@ -418,7 +429,11 @@ const CONTRACT: Record<string, [z.ZodType, 'input' | 'output']> = {
   ObjectCloneSource: [contract.ObjectCloneSourceSchema, 'output'],
   FsCloneSource: [contract.FsCloneSourceSchema, 'output'],
   ObjectCloneResult: [contract.ObjectCloneResponseSchema, 'output'],
-  FsCloneResult: [contract.FsCloneResponseSchema, 'output']
+  FsCloneResult: [contract.FsCloneResponseSchema, 'output'],
+  DiffEntry: [contract.DiffEntrySchema, 'output'],
+  DiffSide: [contract.DiffSideSchema, 'output'],
+  NotebookDiff: [contract.NotebookDiffSchema, 'output'],
+  DiffRequest: [contract.DiffRequestSchema, 'input']
 };
 
 /** Schemas of the document that no zod schema describes, and why. */
@@ -439,6 +454,7 @@ describe('the document’s schemas and the zod contract', () => {
       const [zodSchema, io] = CONTRACT[name];
       const fromZod = z.toJSONSchema(zodSchema, { io, unrepresentable: 'any' }) as Json;
       const resolveZod = (ref: string): Json => {
+        if (ref === '#') return fromZod;
         const match = /^#\/\$defs\/(.+)$/.exec(ref);
         if (!match) throw new Error(`zod reference ${ref}`);
         return fromZod.$defs[match[1]];
@@ -491,6 +507,10 @@ const CANDIDATE_PATHS = [
   '/api/store/clone/',
   '/api/store/fs-clone',
   '/api/store/fs-clone/',
+  '/api/store/diff',
+  '/api/store/diff/',
+  '/api/store/diff/nb.ipynb',
+  '/api/store/diff/team/nb.ipynb',
   // Not routes: the pre-2.3 publish route, paths below the clone routes, other guesses.
   '/api/store/published/nb.ipynb',
   '/api/store/clone/nb.ipynb',

@@ -63,6 +63,27 @@ export interface IObjectServer {
   dispose(): Promise<void>;
 }
 
+/**
+ * The flags and environment that make `jupyter-store lab|serve` archive to `server`'s `bucket`
+ * (credentials through `STORE_OBJECT_*`, never on the command line).
+ */
+export function archiveSettings(
+  server: IObjectServer,
+  bucket: string
+): { args: string[]; env: NodeJS.ProcessEnv } {
+  return {
+    args: [
+      `--StoreSettings.object_endpoint_url=${server.endpoint}`,
+      `--StoreSettings.object_bucket=${bucket}`
+    ],
+    env: {
+      STORE_OBJECT_ACCESS_KEY_ID: server.accessKeyId,
+      STORE_OBJECT_SECRET_ACCESS_KEY: server.secretAccessKey,
+      STORE_OBJECT_REGION_NAME: server.region
+    }
+  };
+}
+
 /** Options of {@link startMinio} and {@link startVersitygw}. */
 export interface IObjectServerOptions {
   /** How long to wait for the health endpoint on each start, in ms; default 30 s. */
