@@ -13,8 +13,11 @@
  * - This is a benchmark, not a test: it reports ratios and whether the issue's targets were met,
  *   and fails only if a server misbehaves (an unexpected status) or cannot be started.
  *
+ * After them, the first save after start-up (see firstSave.ts): plain Jupyter Server and
+ * `jupyter-store lab` with archiving off and on (MinIO), each started afresh a few times.
+ *
  * Options: `--quick` (few iterations, a smoke run), `--only REGEX` (operations whose id or
- * label match), `--profile` (our server under `node --cpu-prof`, with a summary of where its time
+ * label match; `first save` for the start-up phase), `--profile` (our server under `node --cpu-prof`, with a summary of where its time
  * went), `--skip-build` (do not run `tsc -b` first), `--no-docs` (do not write docs/benchmarks.md;
  * implied by the three options that change the workload or the timings).
  */
@@ -37,6 +40,7 @@ import { formatMs, formatRatio } from './format';
 import { cleanUp, cleaningUp, cleanups, log } from './cleanup';
 import { readMemory } from './cpu';
 import { machineDescription } from './harness';
+import { measureFirstSaves, type IFirstSaveResult } from './firstSave';
 
 /** Which server a measurement belongs to. */
 type Side = 'jupyter' | 'ours';
@@ -156,6 +160,8 @@ interface IRunResult {
     readonly cells: number;
   }>;
   readonly plans: ReadonlyArray<{ readonly rows: readonly string[]; readonly plan: IPlan }>;
+  /** The first save after start-up, when measured. */
+  readonly firstSaves?: readonly IFirstSaveResult[];
   readonly seconds: number;
 }
 
@@ -724,11 +730,38 @@ function report(result: IRunResult, machine: string, command: string): string {
     '',
     ...targets.lines,
     '',
+    ...firstSaveLines(result.firstSaves),
     '### Workload',
     '',
     ...workloadLines(result),
     ''
   ].join('\n');
+}
+
+function firstSaveLines(results: readonly IFirstSaveResult[] | undefined): string[] {
+  if (results === undefined || results.length === 0) return [];
+  const median = (values: readonly number[]): number =>
+    [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)] ?? NaN;
+  const jupyterFirst = median(results.find(result => result.server === 'jupyter')?.first ?? []);
+  return [
+    '### First save after start-up',
+    '',
+    "| Server | starts | first save (median) | first saves | later saves (median) | first / later | first / Jupyter's first |",
+    '|---|--:|--:|--:|--:|--:|--:|',
+    ...results.map(result => {
+      const first = median(result.first);
+      const later = median(result.later);
+      return `| ${result.server} | ${result.first.length} | ${formatMs(first)} | ${result.first
+        .map(formatMs)
+        .join(
+          ', '
+        )} | ${formatMs(later)} | ${formatRatio(first / later)} | ${formatRatio(first / jupyterFirst)} |`;
+    }),
+    '',
+    'Each start is followed at once (as soon as the server reports ready) by saves of a 100 KB ' +
+      'notebook over existing files, one path per save; the gateway is `jupyter-store lab`.',
+    ''
+  ];
 }
 
 function writeDocsFile(body: string): void {
@@ -821,6 +854,19 @@ async function run(): Promise<void> {
   for (const side of SIDES)
     memory[side].peak = Math.max(memory[side].peak, readMemory(targets[side].pid).hwm);
 
+  let firstSaves: IFirstSaveResult[] | undefined;
+  if (only === undefined || only.test('first save')) {
+    log('measuring the first save after start-up');
+    const started = Date.now();
+    firstSaves = await measureFirstSaves({
+      baseDir: join(base, 'first-save'),
+      starts: options.quick ? 1 : 3,
+      laterSaves: options.quick ? 2 : 5,
+      log
+    });
+    log(`first save after start-up: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  }
+
   const result: IRunResult = {
     rows: [...samples.entries()].map(([row, bySide]) => ({
       row,
@@ -833,6 +879,7 @@ async function run(): Promise<void> {
       cells: notebooks.get(size.id)?.cellCount ?? 0
     })),
     plans: operations.map(operation => ({ rows: operation.rows, plan: operation.plan })),
+    firstSaves,
     seconds: (Date.now() - started) / 1000
   };
   const argv = process.argv.slice(2);

@@ -457,6 +457,11 @@ async function startGateway(
     },
     log
   });
+  // Overlaps archiving's start, so that the first save after "ready" costs what a later one does.
+  const prepared = Promise.all([
+    gateway.manager.prepare(),
+    gateway.authenticator.prepare(upstreamToken)
+  ]);
   try {
     const archiving = await Archiving.start(common.store, gateway.manager, log, {
       upstream: { address: upstream, baseUrl: common.baseUrl, token: upstreamToken },
@@ -500,6 +505,7 @@ async function startGateway(
     await gateway.close({ drainTimeoutMs: 0 });
     return null;
   }
+  await prepared;
   try {
     await gateway.listen(common.port, common.ip);
   } catch (error) {

@@ -48,15 +48,24 @@ export class FileCheckpoints {
     const directory = this.resolver.osPath(parentPath(apiPath));
     let checkpointDir = path.join(directory, CHECKPOINT_DIR);
     let files = this.files;
-    if (!(await canWrite(directory))) {
+    // Nearly always the directory is there already: one look, made while the write permission
+    // is asked, spares opening and checking the parent to create it.
+    const [writable, existing] = await Promise.all([
+      canWrite(directory),
+      fs.lstat(checkpointDir).catch(() => undefined)
+    ]);
+    if (!writable) {
       const relative = path.relative(this.resolver.rootDir, directory);
       const tmpRoot = path.join(os.tmpdir(), 'jupyter_checkpoints');
       checkpointDir = path.join(tmpRoot, relative);
       files = this.tmpFiles(tmpRoot);
     }
     try {
-      if (files === this.files) await files.mkdir(checkpointDir, { existOk: true });
-      else await fs.mkdir(checkpointDir, { recursive: true });
+      if (files === this.files) {
+        // Creating nothing, the look needs no check of where it was made; anything else there
+        // (a symlink, a file) goes the checked way, which refuses or fails as before.
+        if (!existing?.isDirectory()) await files.mkdir(checkpointDir, { existOk: true });
+      } else await fs.mkdir(checkpointDir, { recursive: true });
     } catch (error) {
       if (hasErrorCode(error, 'EACCES', 'EPERM')) {
         throw new HttpError(403, `Permission denied: ${apiPath}`, 'permission denied');
@@ -90,11 +99,7 @@ export class FileCheckpoints {
   /** The checkpoints of a file: none, or the one. */
   async list(apiPath: string): Promise<CheckpointModel[]> {
     const target = await this.checkpointPath(apiPath);
-    try {
-      if (!(await fs.stat(target)).isFile()) return [];
-    } catch {
-      return [];
-    }
+    if (!(await isFile(target))) return [];
     return [await this.model(CHECKPOINT_ID, target)];
   }
 
@@ -127,9 +132,10 @@ export class FileCheckpoints {
 
   /** Move a file's checkpoints with it. */
   async renameAll(oldPath: string, newPath: string): Promise<void> {
-    for (const checkpoint of await this.list(oldPath)) {
-      const from = await this.locate(oldPath, checkpoint.id);
-      const to = await this.locate(newPath, checkpoint.id);
+    // Jupyter lists the checkpoints (there is at most the one), then moves each: located once.
+    const from = await this.locate(oldPath, CHECKPOINT_ID);
+    if (await isFile(from.osPath)) {
+      const to = await this.locate(newPath, CHECKPOINT_ID);
       if (from.files === to.files) await from.files.rename(from.osPath, to.osPath);
       else {
         // Between the root and the temporary directory: copy, then remove.
@@ -145,7 +151,15 @@ export class FileCheckpoints {
 
   /** Delete a file's checkpoints with it. */
   async deleteAll(apiPath: string): Promise<void> {
-    for (const checkpoint of await this.list(apiPath)) await this.delete(apiPath, checkpoint.id);
+    // As listing and then deleting each, with the one checkpoint located once.
+    const target = await this.locate(apiPath, CHECKPOINT_ID);
+    if (!(await isFile(target.osPath))) return;
+    try {
+      await target.files.unlink(target.osPath);
+    } catch (error) {
+      if (hasErrorCode(error, 'ENOENT')) this.noSuchCheckpoint(apiPath, CHECKPOINT_ID);
+      throw error;
+    }
   }
 
   /** The confined file system of `<tmp>/jupyter_checkpoints`, made once. */
@@ -163,6 +177,15 @@ export class FileCheckpoints {
 
   private noSuchCheckpoint(apiPath: string, checkpointId: string): never {
     throw new HttpError(404, `Checkpoint does not exist: ${apiPath}@${checkpointId}`, 'not found');
+  }
+}
+
+/** Is there a regular file (symlinks followed) at the path? */
+async function isFile(osPath: string): Promise<boolean> {
+  try {
+    return (await fs.stat(osPath)).isFile();
+  } catch {
+    return false;
   }
 }
 

@@ -18,6 +18,7 @@ import { UNTITLED_NAMES, copySourceName, incrementName } from './naming';
 import {
   NotebookParseError,
   newNotebook,
+  prepareValidation,
   readNotebook,
   serializeNotebook,
   type NotebookNode
@@ -253,19 +254,19 @@ export class ContentsManager {
 
   /** Is there a regular file (symlinks followed) at the API path? */
   async fileExists(apiPath: string): Promise<boolean> {
-    const stats = await statOrUndefined(await this.resolver.resolve(apiPath));
+    const stats = await this.resolved(apiPath, statOrUndefined);
     return stats?.isFile() ?? false;
   }
 
   /** Is there a directory (symlinks followed) at the API path? */
   async dirExists(apiPath: string): Promise<boolean> {
-    const stats = await statOrUndefined(await this.resolver.resolve(apiPath));
+    const stats = await this.resolved(apiPath, statOrUndefined);
     return stats?.isDirectory() ?? false;
   }
 
   /** Does anything exist at the API path? */
   async exists(apiPath: string): Promise<boolean> {
-    return (await lstatOrUndefined(await this.resolver.resolve(apiPath))) !== undefined;
+    return (await this.resolved(apiPath, lstatOrUndefined)) !== undefined;
   }
 
   /**
@@ -309,13 +310,13 @@ export class ContentsManager {
    */
   async get(apiPath: string, options: ContentsManager.IGetOptions = {}): Promise<ContentsModel> {
     const normalized = normalizeApiPath(apiPath);
-    const osPath = await this.resolver.resolve(normalized);
+    const lstats = await this.resolved(normalized, lstatOrUndefined);
+    const osPath = this.resolver.osPath(normalized);
     const notFound = new HttpError(
       404,
       `file or directory does not exist: '${normalized}'`,
       'not found'
     );
-    const lstats = await lstatOrUndefined(osPath);
     if (!lstats) throw notFound;
     const stats = lstats.isSymbolicLink() ? await statOrUndefined(osPath) : lstats;
     if (!this.allowHidden && (await isHidden(normalized, osPath, stats))) throw notFound;
@@ -499,7 +500,16 @@ export class ContentsManager {
     }
     if (!carried) {
       // No journal holds this save: it is made durable here before it is answered.
-      if (written) await this.files.syncFile(osPath);
+      if (written) {
+        try {
+          await this.files.syncFile(osPath);
+        } catch (error) {
+          // Removed (or its folder) since it was written: nothing of this save is left to sync.
+          if (!hasErrorCode(error, 'ENOENT', 'ENOTDIR')) {
+            throw toHttpError(error, normalized, 'saving');
+          }
+        }
+      }
       await signed;
     }
     this.emitChanged({ action: 'save', path: normalized });
@@ -584,12 +594,16 @@ export class ContentsManager {
     const to = normalizeApiPath(newPath);
     if (from !== to) {
       if (from === '') throw new HttpError(400, 'Cannot rename the root directory', 'bad request');
-      if ((await this.isHidden(from)) || (await this.isHidden(to))) {
+      // Asked at once, answered in Jupyter's order: hidden names first, then where they lead.
+      const hidden = Promise.all([this.isHidden(from), this.isHidden(to)]);
+      const fromResolved = settledLater(this.resolver.resolve(from));
+      const existingLooked = settledLater(this.resolved(to, lstatOrUndefined));
+      if ((await hidden).includes(true)) {
         throw new HttpError(400, `Cannot rename file or directory '${from}'`, 'hidden');
       }
-      const fromOs = await this.resolver.resolve(from);
-      const toOs = await this.resolver.resolve(to);
-      const existing = await lstatOrUndefined(toOs);
+      const fromOs = await fromResolved;
+      const existing = await existingLooked;
+      const toOs = this.resolver.osPath(to);
       if (existing && !(await sameFile(fromOs, toOs))) {
         throw new HttpError(409, `File already exists: ${to}`, 'conflict');
       }
@@ -625,13 +639,15 @@ export class ContentsManager {
   async delete(apiPath: string): Promise<void> {
     const normalized = normalizeApiPath(apiPath);
     if (normalized === '') throw new HttpError(400, "Can't delete root", 'bad request');
-    const osPath = await this.resolver.resolve(normalized);
-    if (await this.isHidden(normalized)) {
+    const [stats, lstats] = await this.resolved(normalized, osPath =>
+      Promise.all([statOrUndefined(osPath), lstatOrUndefined(osPath)])
+    );
+    const osPath = this.resolver.osPath(normalized);
+    if (!this.allowHidden && (await isHidden(normalized, osPath, stats))) {
       throw new HttpError(400, `Cannot delete file or directory '${normalized}'`, 'hidden');
     }
     // Existence follows symlinks, as Jupyter's os.path.exists: a dangling link is not there.
-    const lstats = (await statOrUndefined(osPath)) && (await lstatOrUndefined(osPath));
-    if (!lstats) {
+    if (!stats || !lstats) {
       throw new HttpError(404, `File or directory does not exist: ${normalized}`, 'not found');
     }
     try {
@@ -697,6 +713,23 @@ export class ContentsManager {
     const notebook = model.content as NotebookNode;
     this.notary.markCells(notebook, true);
     await this.signIfTrusted(apiPath, notebook);
+  }
+
+  /**
+   * Do now what the first save would otherwise pay for: compile the notebook validators and
+   * start the notary's database (a lookup of an empty notebook's signature, which writes
+   * nothing). A failure is only logged: the first save then does the work as before.
+   *
+   * #### Notes
+   * A server calls this while it starts, so that its first save costs what a later one does.
+   */
+  async prepare(): Promise<void> {
+    try {
+      prepareValidation();
+      await this.notary?.checkSignature(newNotebook());
+    } catch (error) {
+      this.log(`could not prepare for the first save: ${(error as Error).message}`);
+    }
   }
 
   /** Release the notary's database. */
@@ -967,6 +1000,22 @@ export class ContentsManager {
     return names.some(name => name !== CHECKPOINT_DIR);
   }
 
+  /**
+   * `look` at the API path's OS path, counted only once the path is known to stay inside the
+   * root. Both run at once: each is a trip to the thread pool, which costs more than the
+   * call itself, and a look at a path that turns out to lead outside is thrown away unseen.
+   */
+  private async resolved<T>(apiPath: string, look: (osPath: string) => Promise<T>): Promise<T> {
+    const looked = look(this.resolver.osPath(apiPath));
+    try {
+      await this.resolver.resolve(apiPath);
+    } catch (error) {
+      await looked.catch(() => undefined);
+      throw error;
+    }
+    return looked;
+  }
+
   private emitSaved(event: ISavedEvent): void {
     for (const listener of this.listeners) {
       try {
@@ -1106,6 +1155,15 @@ function contentKey(stats: Stats): string {
 async function sameFile(a: string, b: string): Promise<boolean> {
   const [first, second] = await Promise.all([statOrUndefined(a), statOrUndefined(b)]);
   return !!first && !!second && first.dev === second.dev && first.ino === second.ino;
+}
+
+/**
+ * The promise itself, marked as handled: it is awaited later, after others that were started
+ * with it, and its rejection must not count as unhandled meanwhile.
+ */
+function settledLater<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined);
+  return promise;
 }
 
 function toReason(error: unknown): string {

@@ -298,6 +298,13 @@ export class RootFs {
 
   /** `rename(2)` between two pinned directories (neither name is followed). */
   async rename(fromOs: string, toOs: string): Promise<void> {
+    if (path.dirname(fromOs) === path.dirname(toOs)) {
+      // A rename within one directory (the usual one) pins that directory once.
+      await this.atEntry(fromOs, (dir, fromName) =>
+        fs.rename(dir.entry(fromName), dir.entry(entryName(toOs)))
+      );
+      return;
+    }
     await this.atEntry(fromOs, (from, fromName) =>
       this.atEntry(toOs, (to, toName) => fs.rename(from.entry(fromName), to.entry(toName)))
     );

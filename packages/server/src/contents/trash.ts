@@ -21,17 +21,17 @@ export async function moveToTrash(
   const absolute = path.resolve(osPath);
   // What is moved: the item by the path given, or by a path the caller pinned (see RootFs).
   const from = options.from ?? absolute;
-  const itemDevice = (await fs.lstat(from)).dev;
   const homeTrash = path.join(
     env.XDG_DATA_HOME || path.join(env.HOME || os.homedir(), '.local', 'share'),
     'Trash'
   );
-  const trash =
-    (await deviceOf(homeTrash)) === itemDevice ? homeTrash : await mountTrash(absolute, itemDevice);
+  const [itemDevice, homeDevice] = await Promise.all([
+    fs.lstat(from).then(stats => stats.dev),
+    deviceOf(homeTrash)
+  ]);
+  const trash = homeDevice === itemDevice ? homeTrash : await mountTrash(absolute, itemDevice);
   const filesDir = path.join(trash, 'files');
   const infoDir = path.join(trash, 'info');
-  await fs.mkdir(filesDir, { recursive: true, mode: 0o700 });
-  await fs.mkdir(infoDir, { recursive: true, mode: 0o700 });
 
   const { name, ext } = path.parse(absolute);
   const base = path.basename(absolute);
@@ -41,23 +41,71 @@ export async function moveToTrash(
     .slice(0, 19);
   const location = trash === homeTrash ? absolute : path.relative(path.dirname(trash), absolute);
   const info = `[Trash Info]\nPath=${encodeURI(location).replace(/[?#]/g, encodeURIComponent)}\nDeletionDate=${local}\n`;
-  // send2trash's sequence: the name, then `name 1.ext`, `name 2.ext`, …
+  // The trash directories are made only when missing (send2trash checks them every time), so
+  // that a delete costs the trash two writes: its info file and the rename.
+  const makeTrash = async (): Promise<void> => {
+    await fs.mkdir(filesDir, { recursive: true, mode: 0o700 });
+    await fs.mkdir(infoDir, { recursive: true, mode: 0o700 });
+  };
+  // send2trash's sequence: the name, then `name 1.ext`, `name 2.ext`, …, skipping a name taken
+  // in either directory.
   for (let counter = 0; ; counter++) {
     const entry = counter === 0 ? base : `${name} ${counter}${ext}`;
-    try {
-      await fs.writeFile(path.join(infoDir, `${entry}.trashinfo`), info, { flag: 'wx' });
-    } catch (error) {
-      if (hasErrorCode(error, 'EEXIST')) continue;
-      throw error;
+    const infoFile = path.join(infoDir, `${entry}.trashinfo`);
+    const target = path.join(filesDir, entry);
+    const [claimed, taken] = await Promise.all([
+      claimInfo(infoFile, info, makeTrash),
+      fs.lstat(target).then(
+        () => true,
+        () => false
+      )
+    ]);
+    if (!claimed) continue;
+    if (taken) {
+      await fs.rm(infoFile, { force: true });
+      continue;
     }
     try {
-      await fs.rename(from, path.join(filesDir, entry));
+      await fs.rename(from, target).catch(async (error: unknown) => {
+        // The files directory alone may be gone; the item itself is still there.
+        if (!hasErrorCode(error, 'ENOENT') || !(await exists(from))) throw error;
+        await makeTrash();
+        await fs.rename(from, target);
+      });
     } catch (error) {
-      await fs.rm(path.join(infoDir, `${entry}.trashinfo`), { force: true });
+      await fs.rm(infoFile, { force: true });
       throw error;
     }
     return;
   }
+}
+
+/**
+ * Create the info file of a trash entry exclusively; false when the name is taken. A missing
+ * trash is made (`makeTrash`) and the creation tried again.
+ */
+async function claimInfo(
+  infoFile: string,
+  info: string,
+  makeTrash: () => Promise<void>
+): Promise<boolean> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await fs.writeFile(infoFile, info, { flag: 'wx' });
+      return true;
+    } catch (error) {
+      if (hasErrorCode(error, 'EEXIST')) return false;
+      if (attempt > 0 || !hasErrorCode(error, 'ENOENT')) throw error;
+      await makeTrash();
+    }
+  }
+}
+
+async function exists(osPath: string): Promise<boolean> {
+  return fs.lstat(osPath).then(
+    () => true,
+    () => false
+  );
 }
 
 async function deviceOf(candidate: string): Promise<number | undefined> {

@@ -1,6 +1,7 @@
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { createNotary } from '../../src/app';
 import { ContentsManager, type ISavedEvent } from '../../src/contents/manager';
 
 async function makeRoot(): Promise<string> {
@@ -16,6 +17,27 @@ describe('ContentsManager', () => {
   });
   afterEach(async () => {
     await fs.rm(root, { recursive: true, force: true });
+  });
+
+  describe('#prepare()', () => {
+    it("opens the notary's database before any save, and writes nothing in the root", async () => {
+      const dataDir = await makeRoot();
+      const prepared = new ContentsManager({ rootDir: root, notary: createNotary(dataDir) });
+      try {
+        await prepared.prepare();
+        expect((await fs.readdir(dataDir)).sort()).toEqual(
+          expect.arrayContaining(['nbsignatures.db', 'notebook_secret'])
+        );
+        expect(await fs.readdir(root)).toEqual([]);
+      } finally {
+        await prepared.close();
+        await fs.rm(dataDir, { recursive: true, force: true });
+      }
+    });
+
+    it('resolves without a notary', async () => {
+      await expect(manager.prepare()).resolves.toBeUndefined();
+    });
   });
 
   describe('#onSaved()', () => {

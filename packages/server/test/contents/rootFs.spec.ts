@@ -174,6 +174,30 @@ describe('RootFs', () => {
     });
   });
 
+  describe('#rename()', () => {
+    it('renames within one directory and between two, never following the names', async () => {
+      await fs.writeFile(path.join(root, 'dir', 'a.txt'), 'a');
+      await files.rename(path.join(root, 'dir', 'a.txt'), path.join(root, 'dir', 'b.txt'));
+      await files.rename(path.join(root, 'dir', 'b.txt'), path.join(root, 'c.txt'));
+      expect(await fs.readFile(path.join(root, 'c.txt'), 'utf8')).toBe('a');
+      expect(await fs.readdir(path.join(root, 'dir'))).toEqual([]);
+      await fs.symlink(path.join(outside, 'secret.txt'), path.join(root, 'dir', 'link'));
+      await files.rename(path.join(root, 'dir', 'link'), path.join(root, 'dir', 'moved'));
+      expect(await fs.readlink(path.join(root, 'dir', 'moved'))).toBe(
+        path.join(outside, 'secret.txt')
+      );
+      expect(await fs.readFile(path.join(outside, 'secret.txt'), 'utf8')).toBe(SECRET);
+    });
+
+    it('refuses a rename within a directory that leads outside', async () => {
+      await swapDirForLink();
+      await expect(
+        files.rename(path.join(root, 'dir', 'secret.txt'), path.join(root, 'dir', 'x.txt'))
+      ).rejects.toMatchObject({ code: 'EOUTSIDEROOT' });
+      expect(await fs.readdir(outside)).toEqual(['secret.txt']);
+    });
+  });
+
   describe('#remove()', () => {
     it('removes a tree; a link to an outside directory inside it goes, its target stays', async () => {
       await fs.mkdir(path.join(root, 'dir', 'deep', 'deeper'), { recursive: true });

@@ -110,6 +110,26 @@ describe('token-authenticated, as Jupyter decides it', () => {
     expect(upstream.meHits).toBe(5);
   });
 
+  test('#prepare() asks the upstream once and keeps nothing a request could use', async () => {
+    const auth = authenticator();
+    await auth.prepare('good');
+    expect(upstream.meHits).toBe(1);
+    await auth.prepare(null);
+    expect(upstream.meHits).toBe(2);
+    // Nothing was cached: the first request asks its own two questions.
+    expect(
+      (await auth.authenticate(request('/', { authorization: 'token good' })))?.identity
+    ).toEqual(FAKE_IDENTITY);
+    expect(upstream.meHits).toBe(4);
+  });
+
+  test('#prepare() never fails, even when the upstream cannot be reached', async () => {
+    const auth = authenticator();
+    await upstream.close();
+    await expect(auth.prepare('good')).resolves.toBeUndefined();
+    await upstream.listen({ port: 0 });
+  });
+
   test('a changed answer is seen once the cached one has expired', async () => {
     const auth = authenticator(50);
     const asked = request('/', { authorization: 'token good' });

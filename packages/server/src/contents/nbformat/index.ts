@@ -27,4 +27,9 @@ export {
   validateNotebook,
   writeNotebook
 } from './notebook';
-export { type CellIdGenerator, VALIDATION_MESSAGE_PREFIX, pythonPrettyFormat } from './validate';
+export {
+  type CellIdGenerator,
+  VALIDATION_MESSAGE_PREFIX,
+  prepareValidation,
+  pythonPrettyFormat
+} from './validate';
