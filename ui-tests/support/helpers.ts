@@ -8,7 +8,7 @@ import {
   PutObjectCommand,
   S3Client
 } from '@aws-sdk/client-s3';
-import type { APIRequestContext, Locator, Page } from '@playwright/test';
+import { expect, type APIRequestContext, type Locator, type Page } from '@playwright/test';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { CLI } from '../../packages/server/test/support/gateway';
@@ -137,6 +137,31 @@ export async function writeContents(
     { data: model }
   );
   if (!response.ok()) throw new Error(`PUT ${path}: ${response.status()} ${await response.text()}`);
+}
+
+/** The archived version ids of `path`, newest first, once there are at least `atLeast`. */
+export async function archivedVersionIds(
+  request: APIRequestContext,
+  path: string,
+  atLeast: number
+): Promise<string[]> {
+  let ids: string[] = [];
+  await expect
+    .poll(
+      async () => {
+        const response = await request.get(
+          `${uiTestEnvironment().gatewayUrl}api/store/versions/${path}`
+        );
+        const listing = await response.json();
+        ids = listing.workspace.versions.map(
+          (version: { object_version_id: string }) => version.object_version_id
+        );
+        return ids.length;
+      },
+      { timeout: 30_000 }
+    )
+    .toBeGreaterThanOrEqual(atLeast);
+  return ids;
 }
 
 /** Run `jupyter-store <args>` with the gateway's Jupyter config directory. */

@@ -3,6 +3,7 @@ import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/applica
 import { Dialog, ICommandPalette, showDialog } from '@jupyterlab/apputils';
 import { IDefaultFileBrowser, type FileBrowser } from '@jupyterlab/filebrowser';
 import { INotebookTracker } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { ITranslator, nullTranslator, type TranslationBundle } from '@jupyterlab/translation';
@@ -15,6 +16,7 @@ import {
   summarize
 } from './archiveStatus';
 import { cloneFromFileSystem, cloneFromObjectStorage, type ICloneContext } from './clone';
+import { VersionComparer } from './compare';
 import { Dom } from './forms';
 import { cloneFolderIcon, cloneIcon, publishIcon, versionsIcon } from './icons';
 import { publishNotebook } from './publish';
@@ -39,7 +41,8 @@ export const storePlugin: JupyterFrontEndPlugin<void> = {
     INotebookTracker,
     IDefaultFileBrowser,
     IStatusBar,
-    ISettingRegistry
+    ISettingRegistry,
+    IRenderMimeRegistry
   ],
   activate: async (
     app: JupyterFrontEnd,
@@ -48,9 +51,11 @@ export const storePlugin: JupyterFrontEndPlugin<void> = {
     notebooks: INotebookTracker | null,
     browser: IDefaultFileBrowser | null,
     statusBar: IStatusBar | null,
-    settingRegistry: ISettingRegistry | null
+    settingRegistry: ISettingRegistry | null,
+    rendermime: IRenderMimeRegistry | null
   ): Promise<void> => {
-    const trans = (translator ?? nullTranslator).load(TRANSLATION_DOMAIN);
+    translator ??= nullTranslator;
+    const trans = translator.load(TRANSLATION_DOMAIN);
     const client = new StoreClient(app.serviceManager.serverSettings, trans);
     let info: StoreInfo;
     try {
@@ -65,6 +70,7 @@ export const storePlugin: JupyterFrontEndPlugin<void> = {
     }
     activateFeatures({
       app,
+      translator,
       trans,
       client,
       info,
@@ -72,13 +78,15 @@ export const storePlugin: JupyterFrontEndPlugin<void> = {
       notebooks,
       browser,
       statusBar,
-      settingRegistry
+      settingRegistry,
+      rendermime
     });
   }
 };
 
 interface IFeatureContext {
   app: JupyterFrontEnd;
+  translator: ITranslator;
   trans: TranslationBundle;
   client: StoreClient;
   info: StoreInfo;
@@ -87,6 +95,7 @@ interface IFeatureContext {
   browser: IDefaultFileBrowser | null;
   statusBar: IStatusBar | null;
   settingRegistry: ISettingRegistry | null;
+  rendermime: IRenderMimeRegistry | null;
 }
 
 /** Register what the valid features allow. */
@@ -141,6 +150,19 @@ function activateFeatures(context: IFeatureContext): void {
     registered.push(CommandIDs.cloneFromFileSystem);
   }
 
+  const comparer =
+    features.store_valid && notebooks && context.rendermime
+      ? new VersionComparer({
+          app,
+          client,
+          notebooks,
+          rendermime: context.rendermime,
+          translator: context.translator,
+          trans
+        })
+      : null;
+  if (comparer) registered.push(...addCompareCommands(context, comparer));
+
   if (features.store_valid && notebooks) {
     let panel: VersionsPanel | null = null;
     commands.addCommand(CommandIDs.showVersions, {
@@ -154,7 +176,16 @@ function activateFeatures(context: IFeatureContext): void {
             client,
             trans,
             status,
-            open
+            open,
+            compare: async comparison => {
+              await commands.execute(CommandIDs.compareVersions, { ...comparison });
+            },
+            preview: async preview => {
+              await commands.execute(CommandIDs.previewVersion, { ...preview });
+            },
+            pickAndCompare: async path => {
+              await commands.execute(CommandIDs.compareVersions, { path });
+            }
           });
           panel.title.icon = versionsIcon;
           const created = panel;
@@ -179,7 +210,13 @@ function activateFeatures(context: IFeatureContext): void {
 
   if (notebooks) {
     const notify = () => {
-      for (const id of [CommandIDs.publish, CommandIDs.showVersions]) {
+      for (const id of [
+        CommandIDs.publish,
+        CommandIDs.showVersions,
+        CommandIDs.compareVersions,
+        CommandIDs.compareUnsaved,
+        CommandIDs.previewVersion
+      ]) {
         if (commands.hasCommand(id)) commands.notifyCommandChanged(id);
       }
     };
@@ -206,6 +243,64 @@ function activateFeatures(context: IFeatureContext): void {
       rank: 100
     });
   }
+}
+
+/**
+ * The commands that compare and preview versions. Each takes its notebook from `path`, else the
+ * current notebook; with the refs in its arguments it opens its tab at once (the versions panel
+ * calls them so), else a dialog asks which versions (the palette).
+ *
+ * @returns the ids registered.
+ */
+function addCompareCommands(context: IFeatureContext, comparer: VersionComparer): string[] {
+  const { app, trans, notebooks } = context;
+  const pathOf = (args: ReadonlyPartialJSONObject): string | null =>
+    typeof args.path === 'string' ? args.path : (notebooks?.currentWidget?.context.path ?? null);
+  const text = (args: ReadonlyPartialJSONObject, name: string): string | undefined =>
+    typeof args[name] === 'string' ? args[name] : undefined;
+
+  app.commands.addCommand(CommandIDs.compareVersions, {
+    label: trans.__('Compare Two Versions…'),
+    caption: trans.__('See what changed between two versions of this notebook'),
+    isEnabled: args => pathOf(args) !== null,
+    execute: async args => {
+      const path = pathOf(args);
+      if (path === null) return null;
+      const base = text(args, 'base');
+      const remote = text(args, 'remote');
+      if (base === undefined && remote === undefined) return comparer.pickAndCompare(path);
+      return comparer.compare({
+        path,
+        base,
+        remote,
+        baseLabel: text(args, 'baseLabel'),
+        remoteLabel: text(args, 'remoteLabel')
+      });
+    }
+  });
+  app.commands.addCommand(CommandIDs.compareUnsaved, {
+    label: trans.__('Compare Unsaved Changes with Version…'),
+    caption: trans.__('See what changed from a version to the notebook on screen, saved or not'),
+    isEnabled: args => pathOf(args) !== null,
+    execute: async args => {
+      const path = pathOf(args);
+      if (path === null) return null;
+      return comparer.compareUnsaved(path, text(args, 'base'), text(args, 'baseLabel'));
+    }
+  });
+  app.commands.addCommand(CommandIDs.previewVersion, {
+    label: trans.__('Preview Version…'),
+    caption: trans.__('Show a version of this notebook read-only, without creating a file'),
+    isEnabled: args => pathOf(args) !== null,
+    execute: async args => {
+      const path = pathOf(args);
+      if (path === null) return null;
+      const ref = text(args, 'ref');
+      if (ref === undefined) return comparer.pickAndPreview(path);
+      return comparer.preview({ path, ref, label: text(args, 'label') });
+    }
+  });
+  return [CommandIDs.compareVersions, CommandIDs.compareUnsaved, CommandIDs.previewVersion];
 }
 
 /** Apply the user's settings, and follow their changes. */

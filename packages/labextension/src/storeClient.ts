@@ -1,12 +1,15 @@
 import {
   FsCloneResponseSchema,
+  NotebookDiffSchema,
   ObjectCloneResponseSchema,
   PublishResultSchema,
   StoreInfoSchema,
   VersionContentSchema,
   VersionListingSchema,
+  type DiffRequest,
   type FsCloneRequest,
   type FsCloneResponse,
+  type NotebookDiff,
   type ObjectCloneRequest,
   type ObjectCloneResponse,
   type PublishResult,
@@ -60,13 +63,10 @@ export class StoreClient {
    * page after; null (or absent, from an older server) on the last page.
    */
   versions(path: string, page: { limit?: number; next?: string } = {}): Promise<VersionListing> {
-    const query: Record<string, string> = {};
-    if (page.limit !== undefined) query.limit = String(page.limit);
-    if (page.next !== undefined) query.next = page.next;
-    const search = Object.keys(query).length === 0 ? '' : URLExt.objectToQueryString(query);
+    const limit = page.limit === undefined ? undefined : String(page.limit);
     return requestStoreApi(
       this.serverSettings,
-      `versions/${URLExt.encodeParts(trimSlashes(path))}${search}`,
+      `versions/${URLExt.encodeParts(trimSlashes(path))}${queryOf({ limit, next: page.next })}`,
       { method: 'GET' },
       VersionListingSchema,
       200,
@@ -89,6 +89,37 @@ export class StoreClient {
       `versions/${URLExt.encodeParts(trimSlashes(path))}${query}`,
       { method: 'GET' },
       VersionContentSchema,
+      200,
+      this._trans
+    );
+  }
+
+  /**
+   * `GET api/store/diff/<path>?base=…&remote=…`: the diff between two notebooks the refs name
+   * (`current`, an archived version id, `published:<version id>`); a ref left out takes the
+   * server's default (remote: `current`, base: the newest archived version).
+   */
+  diff(path: string, refs: { base?: string; remote?: string } = {}): Promise<NotebookDiff> {
+    return requestStoreApi(
+      this.serverSettings,
+      `diff/${URLExt.encodeParts(trimSlashes(path))}${queryOf(refs)}`,
+      { method: 'GET' },
+      NotebookDiffSchema,
+      200,
+      this._trans
+    );
+  }
+
+  /**
+   * `POST api/store/diff`: the diff between two notebooks, each named by a ref or given inline
+   * (what the browser has not saved).
+   */
+  diffInline(request: DiffRequest): Promise<NotebookDiff> {
+    return requestStoreApi(
+      this.serverSettings,
+      'diff',
+      { method: 'POST', body: JSON.stringify(request) },
+      NotebookDiffSchema,
       200,
       this._trans
     );
@@ -146,6 +177,13 @@ export class StoreClient {
     const base = URLExt.join(PageConfig.getBaseUrl(), 'store/clone');
     return `${base}${URLExt.objectToQueryString(query)}`;
   }
+}
+
+/** `?name=value&…` of the values given, or '' when none is. */
+function queryOf(values: Record<string, string | undefined>): string {
+  const given: Record<string, string> = {};
+  for (const [name, value] of Object.entries(values)) if (value !== undefined) given[name] = value;
+  return Object.keys(given).length === 0 ? '' : URLExt.objectToQueryString(given);
 }
 
 /** `a/b/` → `a/b`. */

@@ -18,6 +18,23 @@ export namespace CommandIDs {
   export const cloneFromFileSystem = 'jupyter-store:clone-from-file-system';
   /** Open the panel of archived and published versions of the current notebook (`store_valid`). */
   export const showVersions = 'jupyter-store:show-versions';
+  /**
+   * Open the diff of two versions of a notebook in a main-area tab (`store_valid`). Arguments:
+   * `path` (default: the current notebook), `base` and `remote` refs (`current`, an archived
+   * version id, `published:<version id>`, or `unsaved` for the open notebook as it is on screen)
+   * with optional `baseLabel` and `remoteLabel`; without both refs a dialog asks for them.
+   */
+  export const compareVersions = 'jupyter-store:compare-versions';
+  /**
+   * Compare the current notebook as it is on screen, saved or not, with a version (`store_valid`):
+   * the `base` ref, or one picked in a dialog.
+   */
+  export const compareUnsaved = 'jupyter-store:compare-unsaved';
+  /**
+   * Show a version read-only in a main-area tab, without creating a file (`store_valid`):
+   * arguments `path`, `ref` and `label`, or a version picked in a dialog.
+   */
+  export const previewVersion = 'jupyter-store:preview-version';
   /** Show the archive status in a dialog (any store API). */
   export const showArchiveStatus = 'jupyter-store:show-archive-status';
 }

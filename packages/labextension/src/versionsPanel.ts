@@ -7,6 +7,7 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 import { refreshIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 import type { ArchiveStatusModel } from './archiveStatus';
+import { UNSAVED_REF, versionLabel, versionRef, type IComparison, type IPreview } from './compare';
 import { runWithProgress } from './errors';
 import { datedSibling, errorMessage, formatBytes, formatTime } from './format';
 import { Dom } from './forms';
@@ -18,7 +19,9 @@ type NotebookContext = DocumentRegistry.IContext<INotebookModel>;
 /**
  * The archived and published versions of one notebook, newest first, with time and size:
  * "Open" clones a version beside the notebook, "Restore" replaces the notebook's content with
- * it (a save, so it becomes a new version itself). Refreshed after each archive.
+ * it (a save, so it becomes a new version itself), "Preview" shows it read-only, and "Compare
+ * with current" and "Compare with previous" open a diff; "Compare two…" asks for any two.
+ * Refreshed after each archive.
  *
  * #### Notes
  * The store lists versions a page at a time (100 of each copy). The panel shows the first page
@@ -32,6 +35,8 @@ export class VersionsPanel extends Widget {
     this._trans = options.trans;
     this._status = options.status;
     this._open = options.open;
+    this._compare = options.compare;
+    this._preview = options.preview;
     const trans = this._trans;
     this.id = 'jp-store-versions';
     this.addClass('jp-store-VersionsPanel');
@@ -45,6 +50,18 @@ export class VersionsPanel extends Widget {
       trans.__('Archived versions')
     );
     header.appendChild(this._heading);
+    const compareTwo = Dom.element(
+      'button',
+      'jp-Button jp-mod-styled jp-mod-reject jp-store-Version-button',
+      trans.__('Compare two…')
+    );
+    compareTwo.type = 'button';
+    compareTwo.dataset.action = 'compare-two';
+    compareTwo.title = trans.__('Pick two versions of the notebook and see what changed');
+    compareTwo.addEventListener('click', () => {
+      if (this._notebook) void options.pickAndCompare(this._notebook.context.path);
+    });
+    this._compareTwo = compareTwo;
     const refresh = Dom.element('button', 'jp-Button jp-mod-minimal jp-store-IconButton');
     refresh.type = 'button';
     refresh.title = trans.__('Refresh');
@@ -55,6 +72,9 @@ export class VersionsPanel extends Widget {
     this.node.appendChild(header);
     this._pathLine = Dom.element('p', 'jp-store-VersionsPanel-path');
     this.node.appendChild(this._pathLine);
+    const tools = Dom.element('div', 'jp-store-VersionsPanel-tools');
+    tools.appendChild(compareTwo);
+    this.node.appendChild(tools);
     this._message = Dom.element('p', 'jp-store-VersionsPanel-message');
     this._message.setAttribute('role', 'status');
     this.node.appendChild(this._message);
@@ -221,6 +241,7 @@ export class VersionsPanel extends Widget {
     const trans = this._trans;
     this._body.replaceChildren();
     const panel = this._notebook;
+    this._compareTwo.disabled = !panel;
     if (!panel) {
       this._pathLine.textContent = trans.__('Open a notebook to see its versions.');
       return;
@@ -281,7 +302,7 @@ export class VersionsPanel extends Widget {
     }
     const list = Dom.element('ul', 'jp-store-VersionList');
     list.setAttribute('aria-label', title);
-    for (const version of versions) {
+    for (const [index, version] of versions.entries()) {
       const item = Dom.element('li', 'jp-store-Version');
       item.dataset.versionId = version.object_version_id;
       const facts = Dom.element('div', 'jp-store-Version-facts');
@@ -314,7 +335,35 @@ export class VersionsPanel extends Widget {
           () => this._restoreVersion(listing, key, version)
         )
       );
+      actions.appendChild(
+        this._button(
+          'preview',
+          trans.__('Preview'),
+          trans.__('Show the version of %1 read-only, without creating a file', when),
+          () => this._preview(this._previewOf(kind, version))
+        )
+      );
       item.appendChild(actions);
+      const compare = Dom.element('div', 'jp-store-Version-actions');
+      compare.appendChild(
+        this._button(
+          'compare-current',
+          trans.__('Compare with current'),
+          trans.__('See what changed from the version of %1 to the notebook as it is now', when),
+          () => this._compareWithCurrent(kind, version)
+        )
+      );
+      if (index < versions.length - 1 || typeof listing.next === 'string') {
+        compare.appendChild(
+          this._button(
+            'compare-previous',
+            trans.__('Compare with previous'),
+            trans.__('See what changed in the version of %1 since the one before it', when),
+            () => this._compareWithPrevious(kind, version)
+          )
+        );
+      }
+      item.appendChild(compare);
       list.appendChild(item);
     }
     section.appendChild(list);
@@ -322,7 +371,7 @@ export class VersionsPanel extends Widget {
   }
 
   private _button(
-    action: 'open' | 'restore',
+    action: 'open' | 'restore' | 'preview' | 'compare-current' | 'compare-previous',
     label: string,
     description: string,
     run: () => Promise<void>
@@ -343,6 +392,71 @@ export class VersionsPanel extends Widget {
       });
     });
     return button;
+  }
+
+  private _previewOf(kind: 'workspace' | 'published', version: ObjectVersion): IPreview {
+    return {
+      path: this._notebook?.context.path ?? '',
+      ref: versionRef(kind, version),
+      label: versionLabel(kind, version, this._trans)
+    };
+  }
+
+  /**
+   * Diff the version with the notebook as it is now: the open notebook's model when it has
+   * unsaved changes (what the user sees), else the file on disk.
+   */
+  private async _compareWithCurrent(
+    kind: 'workspace' | 'published',
+    version: ObjectVersion
+  ): Promise<void> {
+    const panel = this._notebook;
+    if (!panel) return;
+    const unsaved = panel.context.model.dirty;
+    await this._compare({
+      path: panel.context.path,
+      base: versionRef(kind, version),
+      baseLabel: versionLabel(kind, version, this._trans),
+      remote: unsaved ? UNSAVED_REF : undefined,
+      remoteLabel: unsaved ? this._trans.__('unsaved changes') : this._trans.__('current file')
+    });
+  }
+
+  /**
+   * Diff the version with the next older one of the same copy, loading the next page of the
+   * listing first when the version is the last one shown.
+   */
+  private async _compareWithPrevious(
+    kind: 'workspace' | 'published',
+    version: ObjectVersion
+  ): Promise<void> {
+    const panel = this._notebook;
+    if (!panel) return;
+    const previous = (): ObjectVersion | undefined => {
+      const versions = this._listing?.[kind].versions ?? [];
+      const index = versions.findIndex(
+        candidate => candidate.object_version_id === version.object_version_id
+      );
+      return index < 0 ? undefined : versions[index + 1];
+    };
+    let older = previous();
+    if (!older && typeof this._listing?.next === 'string') {
+      await this.showMore();
+      older = previous();
+    }
+    if (!older) {
+      this._setMessage(
+        this._trans.__('The version of %1 is the oldest.', formatTime(version.last_modified))
+      );
+      return;
+    }
+    await this._compare({
+      path: panel.context.path,
+      base: versionRef(kind, older),
+      baseLabel: versionLabel(kind, older, this._trans),
+      remote: versionRef(kind, version),
+      remoteLabel: versionLabel(kind, version, this._trans)
+    });
   }
 
   /** Clone the version into a new file beside the notebook, and open it. */
@@ -429,7 +543,10 @@ export class VersionsPanel extends Widget {
   private readonly _trans: TranslationBundle;
   private readonly _status: ArchiveStatusModel;
   private readonly _open: (path: string) => Promise<void>;
+  private readonly _compare: (comparison: IComparison) => Promise<void>;
+  private readonly _preview: (preview: IPreview) => Promise<void>;
   private readonly _heading: HTMLElement;
+  private readonly _compareTwo: HTMLButtonElement;
   private readonly _pathLine: HTMLElement;
   private readonly _message: HTMLElement;
   private readonly _body: HTMLElement;
@@ -467,5 +584,11 @@ export namespace VersionsPanel {
     status: ArchiveStatusModel;
     /** Open a file in JupyterLab. */
     open(path: string): Promise<void>;
+    /** Open the diff of two sides of the notebook. */
+    compare(comparison: IComparison): Promise<void>;
+    /** Show a version read-only. */
+    preview(preview: IPreview): Promise<void>;
+    /** Ask for two sides of the notebook at `path`, then open their diff. */
+    pickAndCompare(path: string): Promise<void>;
   }
 }
