@@ -4,7 +4,7 @@
  *
  * 1. Sustained archive throughput: N saves of a ~20 KB notebook over P paths, C at a time,
  *    through `jupyter-store lab`'s contents API, timed from the first PUT until the gateway has
- *    confirmed the last version (its journal's `pending` directory is empty); beside it, the same
+ *    confirmed the last version (its journal holds no record); beside it, the same
  *    object bodies written with the AWS SDK's `PutObject` straight from this process to MinIO,
  *    with the same concurrency and key pattern, and (to tell archiving's share from the contents
  *    API's) the same saves through a gateway with archiving off, and (the reference) the same
@@ -171,7 +171,7 @@ root and journal: "on" (default settings, log level info), "off" (the same with
 "on", with \`--log-level debug\`, only for the latency breakdown). Everything is on 127.0.0.1.
 
 - Sustained throughput: rounds of 1,000 saves over 50 paths, 16 at a time, timed from the first
-  PUT until the gateway's journal (\`<JUPYTER_DATA_DIR>/jupyter-store/journal/pending\`) is empty,
+  PUT until the gateway's journal (\`<JUPYTER_DATA_DIR>/jupyter-store/journal\`) has no record left,
   then checked with \`ListObjectVersions\` (every key gained its versions) and \`GetObject\` (the
   latest version of every key is its last save). Beside it, the same bytes written with the AWS
   SDK's \`PutObject\` from the benchmark process (16 at a time, same key pattern, content type and
