@@ -20,7 +20,10 @@ test.describe('Feature detection', () => {
       'Publish…',
       'Show Archived Versions',
       'Clone from object storage…',
-      'Clone from file system…'
+      'Clone from file system…',
+      'Compare Two Versions…',
+      'Compare Unsaved Changes with Version…',
+      'Preview Version…'
     ]) {
       expect(labels).toContain(label);
     }

@@ -264,7 +264,10 @@ test.describe('Archiving not configured', () => {
       'Publish…',
       'Show Archived Versions',
       'Clone from object storage…',
-      'Clone from file system…'
+      'Clone from file system…',
+      'Compare Two Versions…',
+      'Compare Unsaved Changes with Version…',
+      'Preview Version…'
     ]) {
       expect(labels).not.toContain(label);
     }

@@ -57,6 +57,9 @@ export class SignatureStoreBusyError extends Error {
   }
 }
 
+/** How long the write lock is left free after each of our commits (see `inTurn`). */
+const COMMIT_GAP_MS = 15;
+
 /** nbformat's default capacity: 64k signatures, about 12 MB of database. */
 export const DEFAULT_CACHE_SIZE = 65535;
 
@@ -177,26 +180,28 @@ export class SQLiteSignatureStore implements ISignatureStore {
    */
   async storeSignatures(signatures: readonly ISignature[]): Promise<void> {
     if (signatures.length === 0) return;
-    await this.withDatabase(db =>
-      writeTransaction(db, () => {
-        const stamp = pythonUtcIsoformat(this.now());
-        for (const { digest, algorithm } of signatures) {
-          if (!refresh(db, digest, algorithm, stamp)) {
-            db.prepare(
-              'INSERT INTO nbsignatures (algorithm, signature, last_seen) VALUES (?, ?, ?)'
-            ).run(algorithm, digest, stamp);
+    await this.inTurn(() =>
+      this.withDatabase(db =>
+        writeTransaction(db, () => {
+          const stamp = pythonUtcIsoformat(this.now());
+          for (const { digest, algorithm } of signatures) {
+            if (!refresh(db, digest, algorithm, stamp)) {
+              db.prepare(
+                'INSERT INTO nbsignatures (algorithm, signature, last_seen) VALUES (?, ?, ?)'
+              ).run(algorithm, digest, stamp);
+            }
           }
-        }
-        const row = db.prepare('SELECT count(*) AS n FROM nbsignatures').get();
-        if (Number(row?.n) > this.cacheSize) {
-          // Python leaves this DELETE uncommitted until its next commit (and loses it if it
-          // closes first); we commit it with the insert so that no write lock lingers.
-          db.prepare(
-            'DELETE FROM nbsignatures WHERE id IN ' +
-              '(SELECT id FROM nbsignatures ORDER BY last_seen DESC LIMIT -1 OFFSET ?)'
-          ).run(Math.max(Math.trunc(0.75 * this.cacheSize), 1));
-        }
-      })
+          const row = db.prepare('SELECT count(*) AS n FROM nbsignatures').get();
+          if (Number(row?.n) > this.cacheSize) {
+            // Python leaves this DELETE uncommitted until its next commit (and loses it if it
+            // closes first); we commit it with the insert so that no write lock lingers.
+            db.prepare(
+              'DELETE FROM nbsignatures WHERE id IN ' +
+                '(SELECT id FROM nbsignatures ORDER BY last_seen DESC LIMIT -1 OFFSET ?)'
+            ).run(Math.max(Math.trunc(0.75 * this.cacheSize), 1));
+          }
+        })
+      )
     );
   }
 
@@ -205,6 +210,8 @@ export class SQLiteSignatureStore implements ISignatureStore {
    * another process holds the write lock at that moment.
    */
   async checkSignature(digest: string, algorithm: string): Promise<boolean> {
+    // After the writes asked for before it, as when every call ran at once.
+    await this.writeTail;
     return this.withDatabase(db => {
       const found = db
         .prepare('SELECT id FROM nbsignatures WHERE algorithm = ? AND signature = ?')
@@ -221,13 +228,15 @@ export class SQLiteSignatureStore implements ISignatureStore {
 
   /** Delete every row with this signature. */
   async removeSignature(digest: string, algorithm: string): Promise<void> {
-    await this.withDatabase(db =>
-      writeTransaction(db, () => {
-        db.prepare('DELETE FROM nbsignatures WHERE algorithm = ? AND signature = ?').run(
-          algorithm,
-          digest
-        );
-      })
+    await this.inTurn(() =>
+      this.withDatabase(db =>
+        writeTransaction(db, () => {
+          db.prepare('DELETE FROM nbsignatures WHERE algorithm = ? AND signature = ?').run(
+            algorithm,
+            digest
+          );
+        })
+      )
     );
   }
 
@@ -320,6 +329,35 @@ export class SQLiteSignatureStore implements ISignatureStore {
     this.memoryDb = openDatabase(':memory:');
   }
 
+  /**
+   * Run writes one at a time, in call order, leaving the write lock free for a moment after
+   * each commit before taking it again.
+   *
+   * #### Notes
+   * Python's sqlite3 waits for a lock by sleeping and retrying (1 ms, growing to 100 ms between
+   * tries) and never tells the holder it waits, while our writes follow each other as fast as
+   * the disk commits: back to back, they could keep a Jupyter process from ever signing. A gap
+   * of {@link COMMIT_GAP_MS} lets its retries land; the caching layer in front gathers the
+   * signatures asked for meanwhile into the next commit, so no throughput is lost.
+   */
+  private async inTurn(write: () => Promise<void>): Promise<void> {
+    const previous = this.writeTail;
+    const done = Promise.withResolvers<void>();
+    this.writeTail = done.promise;
+    try {
+      await previous;
+      const wait = this.lastCommitAt + COMMIT_GAP_MS - Date.now();
+      if (wait > 0) await sleep(wait);
+      await write();
+      this.lastCommitAt = Date.now();
+    } finally {
+      done.resolve();
+    }
+  }
+
+  /** Settles when the last write asked for has (writes run one at a time, in call order). */
+  private writeTail: Promise<void> = Promise.resolve();
+  private lastCommitAt = 0;
   private readonly busyTimeoutMs: number;
   private readonly now: () => Date;
   private readonly warn: (message: string) => void;
