@@ -468,7 +468,7 @@ export class ContentsManager {
     const signed = signing?.written.then(
       () => true,
       (error: unknown) => {
-        this.log(`could not sign ${normalized}; it stays untrusted: ${(error as Error).message}`);
+        this.logUnsigned(normalized, error);
         return false;
       }
     );
@@ -923,12 +923,9 @@ export class ContentsManager {
    * Jupyter process) leaves the notebook unsigned rather than losing the save.
    */
   private async signIfTrusted(apiPath: string, notebook: NotebookNode): Promise<void> {
-    if (!this.notary || !this.notary.checkCells(notebook)) return;
-    try {
-      await this.notary.sign(notebook);
-    } catch (error) {
-      this.log(`could not sign ${apiPath}; it stays untrusted: ${(error as Error).message}`);
-    }
+    await this.signSoon(apiPath, notebook)?.written.catch((error: unknown) =>
+      this.logUnsigned(apiPath, error)
+    );
   }
 
   /**
@@ -943,9 +940,13 @@ export class ContentsManager {
     try {
       return this.notary.signSoon(notebook);
     } catch (error) {
-      this.log(`could not sign ${apiPath}; it stays untrusted: ${(error as Error).message}`);
+      this.logUnsigned(apiPath, error);
       return undefined;
     }
+  }
+
+  private logUnsigned(apiPath: string, error: unknown): void {
+    this.log(`could not sign ${apiPath}; it stays untrusted: ${(error as Error).message}`);
   }
 
   private async saveDirectory(apiPath: string, osPath: string): Promise<void> {
