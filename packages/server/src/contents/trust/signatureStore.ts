@@ -219,6 +219,8 @@ export class SQLiteSignatureStore implements ISignatureStore {
       if (found === undefined) return false;
       try {
         writeTransaction(db, () => refresh(db, digest, algorithm, pythonUtcIsoformat(this.now())));
+        // A commit too: the next write of ours leaves the lock free after it (see `inTurn`).
+        this.lastCommitAt = Date.now();
       } catch (error) {
         if (errorKind(error) !== 'busy') throw error;
       }
