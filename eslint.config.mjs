@@ -1,4 +1,6 @@
 import js from '@eslint/js';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import importX from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -27,6 +29,21 @@ export default tseslint.config(
       // Options interfaces live in a namespace merged with their class, as in JupyterLab.
       '@typescript-eslint/no-namespace': 'off'
     }
+  },
+  {
+    // No import cycles in the sources: a cycle works only while every export is read lazily,
+    // and it hides which module depends on which. Workspace packages resolve to their sources
+    // (the `paths` of tsconfig.test.json), so cycles across packages are found too.
+    files: ['packages/*/src/**/*.ts', 'packages/*/src/**/*.tsx'],
+    plugins: { 'import-x': importX },
+    settings: {
+      'import-x/extensions': ['.ts', '.tsx', '.js'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts', '.tsx'] },
+      'import-x/resolver-next': [
+        createTypeScriptImportResolver({ project: 'tsconfig.test.json', alwaysTryTypes: true })
+      ]
+    },
+    rules: { 'import-x/no-cycle': 'error' }
   },
   {
     files: ['**/*.js', '**/*.cjs'],

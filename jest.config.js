@@ -5,9 +5,18 @@ const tsJest = ['ts-jest', { tsconfig: 'tsconfig.test.json', diagnostics: { warn
 const shared = {
   testEnvironment: 'node',
   modulePathIgnorePatterns: ['<rootDir>/.venv'],
-  transform: { '^.+\\.ts$': tsJest },
+  transform: {
+    '^.+\\.ts$': tsJest,
+    // commander is an ES module, which jest only requires with experimental flags: compile it.
+    '/node_modules/commander/.+\\.js$': [
+      'ts-jest',
+      { tsconfig: { allowJs: true, module: 'commonjs', isolatedModules: true } }
+    ]
+  },
+  transformIgnorePatterns: ['/node_modules/(?!commander/)'],
   moduleNameMapper: {
     '^@jupyter-store/contract$': '<rootDir>/packages/contract/src/index.ts',
+    '^@jupyter-store/nbformat$': '<rootDir>/packages/nbformat/src/index.ts',
     '^@jupyter-store/diff$': '<rootDir>/packages/diff/src/index.ts',
     '^@jupyter-store/client$': '<rootDir>/packages/client/src/index.ts'
   }

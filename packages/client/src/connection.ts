@@ -1,6 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { ErrorBodySchema } from '@jupyter-store/contract';
+import {
+  endpointUrl,
+  ErrorBodySchema,
+  SUCCESS_STATUS,
+  type EndpointRequest,
+  type EndpointResponse,
+  type IEndpoint
+} from '@jupyter-store/contract';
 import { NetworkError, StoreError } from './errors';
+
+export { encodeApiPath } from '@jupyter-store/contract';
 
 /**
  * One server's HTTP API, authenticated as Jupyter's own clients are: the token in an
@@ -13,12 +22,12 @@ import { NetworkError, StoreError } from './errors';
  * that is not a browser passes it by sending one value in both; a browser on another site cannot
  * set that cookie, which is what the check guards against.
  */
-export class ServerConnection {
-  constructor(options: ServerConnection.IOptions) {
+export class StoreConnection {
+  constructor(options: StoreConnection.IOptions) {
     this.baseUrl = options.url.endsWith('/') ? options.url : `${options.url}/`;
     this._token = options.token;
     this._fetch = options.fetch ?? fetch;
-    this.timeoutMs = options.timeoutMs ?? ServerConnection.DEFAULT_TIMEOUT_MS;
+    this.timeoutMs = options.timeoutMs ?? StoreConnection.DEFAULT_TIMEOUT_MS;
   }
 
   /** The server's URL with its base URL, ending in `/`. */
@@ -26,6 +35,24 @@ export class ServerConnection {
 
   /** How long one request may take, in milliseconds. */
   readonly timeoutMs: number;
+
+  /**
+   * Call an endpoint of the store API as its descriptor says: its method and path, the query and
+   * body given, and its one success status and response schema.
+   *
+   * @throws StoreError for any other status or an answer the schema refuses; NetworkError when
+   *   the server does not answer in time.
+   */
+  call<E extends IEndpoint>(
+    endpoint: E,
+    request: EndpointRequest<E>
+  ): Promise<EndpointResponse<E>> {
+    return this.request(endpoint.method, endpointUrl(endpoint, request), {
+      body: (request as { body?: unknown }).body,
+      expect: SUCCESS_STATUS,
+      schema: endpoint.response as StoreConnection.IRequestOptions<EndpointResponse<E>>['schema']
+    });
+  }
 
   /**
    * Send a request and return its parsed JSON body.
@@ -41,7 +68,7 @@ export class ServerConnection {
   async request<T>(
     method: string,
     relative: string,
-    options: ServerConnection.IRequestOptions<T>
+    options: StoreConnection.IRequestOptions<T>
   ): Promise<T> {
     const url = new URL(relative, this.baseUrl).toString();
     const headers: Record<string, string> = { Accept: 'application/json' };
@@ -100,7 +127,7 @@ export class ServerConnection {
   private _xsrf: string | undefined;
 }
 
-export namespace ServerConnection {
+export namespace StoreConnection {
   /** Where the server is and how to authenticate. */
   export interface IOptions {
     /** The server's URL including its base URL (a record's `url`). */
@@ -131,13 +158,6 @@ export namespace ServerConnection {
 
   /** Two minutes: a publish uploads a whole notebook to object storage. */
   export const DEFAULT_TIMEOUT_MS = 120_000;
-}
-
-/**
- * A server path (`a/b c.ipynb`) as a URL path: each segment percent-encoded, the slashes kept.
- */
-export function encodeApiPath(apiPath: string): string {
-  return apiPath.split('/').map(encodeURIComponent).join('/');
 }
 
 namespace Private {

@@ -6,5 +6,5 @@ export * from './processTree';
 export * from './connection';
 export * from './session';
 export * from './storeClient';
-export * from './commands/flags';
+export * from './commands/commandLine';
 export * from './commands/storeCommands';

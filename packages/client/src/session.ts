@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { ServerConnection } from './connection';
+import type { StoreConnection } from './connection';
 import { CurrentNotebookError } from './errors';
 import { findKernelProcess, procProcessTable, type IProcessTable } from './processTree';
 import { SessionListSchema, toSession, type ILiveServerRecord, type ISession } from './records';
@@ -23,7 +23,7 @@ export interface ICurrentSessionOptions {
 }
 
 /** Every session the server has (`GET {base}api/sessions`). */
-export async function listSessions(connection: ServerConnection): Promise<ISession[]> {
+export async function listSessions(connection: StoreConnection): Promise<ISession[]> {
   const models = await connection.request('GET', 'api/sessions', {
     expect: 200,
     schema: SessionListSchema
@@ -48,7 +48,7 @@ export async function listSessions(connection: ServerConnection): Promise<ISessi
  *   notebook can be found; either way the caller should give a path.
  */
 export async function findCurrentSession(
-  connection: ServerConnection,
+  connection: StoreConnection,
   server: Pick<ILiveServerRecord, 'url' | 'root_dir'>,
   options: ICurrentSessionOptions = {}
 ): Promise<ISession> {

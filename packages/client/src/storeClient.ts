@@ -1,13 +1,9 @@
 import {
   MAX_VERSIONS_PAGE_LIMIT,
   ContentsModelSchema,
-  FsCloneResponseSchema,
-  NotebookDiffSchema,
-  ObjectCloneResponseSchema,
   PublishRequestSchema,
-  PublishResultSchema,
-  StoreInfoSchema,
-  VersionListingSchema,
+  StoreEndpoints,
+  trimSlashes,
   type FsCloneRequest,
   type FsCloneResponse,
   type NotebookDiff,
@@ -17,7 +13,7 @@ import {
   type StoreInfo,
   type VersionListing
 } from '@jupyter-store/contract';
-import { encodeApiPath, ServerConnection } from './connection';
+import { encodeApiPath, StoreConnection } from './connection';
 import { findServer } from './discovery';
 import { StoreClientError } from './errors';
 import type { IProcessTable } from './processTree';
@@ -31,7 +27,7 @@ import { findCurrentSession } from './session';
  * ```ts
  * const store = new StoreClient({ bucket: 'notebooks' });
  * await store.publish();                                    // the current notebook
- * await store.clone({ key: 'published/team/report.ipynb' }); // into the server's root
+ * await store.cloneObject({ key: 'published/team/report.ipynb' }); // into the server's root
  * ```
  *
  * #### Notes
@@ -81,11 +77,8 @@ export class StoreClient {
   }
 
   /** Feature detection: `GET {base}api/store` (release, features, reasons, archive status). */
-  async features(): Promise<StoreInfo> {
-    return (await this._connection()).request('GET', 'api/store', {
-      expect: 200,
-      schema: StoreInfoSchema
-    });
+  async info(): Promise<StoreInfo> {
+    return (await this._connection()).call(StoreEndpoints.info, {});
   }
 
   /**
@@ -95,7 +88,7 @@ export class StoreClient {
    * @throws StoreClientError when the server has no bucket configured.
    */
   serverBucket(): Promise<string> {
-    this._serverBucket ??= this.features().then(info => {
+    this._serverBucket ??= this.info().then(info => {
       if (info.object_bucket === null) {
         throw new StoreClientError(
           'The server has no object_bucket configured: give a bucket to clone from'
@@ -117,16 +110,12 @@ export class StoreClient {
    *
    * @returns the contents model of the created item plus where it came from.
    */
-  async clone(request: StoreClient.ICloneRequest): Promise<ObjectCloneResponse> {
+  async cloneObject(request: StoreClient.ICloneRequest): Promise<ObjectCloneResponse> {
     const bucket = request.bucket ?? this.bucket ?? (await this.serverBucket());
     const body: ObjectCloneRequest = { object_bucket: bucket, object_key: request.key };
     if (request.versionId !== undefined) body.object_version_id = request.versionId;
-    if (request.targetPath !== undefined) body.target_path = Private.trimPath(request.targetPath);
-    return (await this._connection()).request('POST', 'api/store/clone', {
-      body,
-      expect: 200,
-      schema: ObjectCloneResponseSchema
-    });
+    if (request.targetPath !== undefined) body.target_path = trimSlashes(request.targetPath);
+    return (await this._connection()).call(StoreEndpoints.cloneObject, { body });
   }
 
   /**
@@ -135,12 +124,8 @@ export class StoreClient {
    */
   async cloneFromFileSystem(request: StoreClient.IFsCloneRequest): Promise<FsCloneResponse> {
     const body: FsCloneRequest = { relpath: request.relpath };
-    if (request.targetPath !== undefined) body.target_path = Private.trimPath(request.targetPath);
-    return (await this._connection()).request('POST', 'api/store/fs-clone', {
-      body,
-      expect: 200,
-      schema: FsCloneResponseSchema
-    });
+    if (request.targetPath !== undefined) body.target_path = trimSlashes(request.targetPath);
+    return (await this._connection()).call(StoreEndpoints.cloneFromFileSystem, { body });
   }
 
   /**
@@ -154,7 +139,7 @@ export class StoreClient {
    */
   async publish(request: StoreClient.IPublishRequest = {}): Promise<StoreClient.IPublishResult> {
     const connection = await this._connection();
-    const given = request.path === undefined ? undefined : Private.trimPath(request.path);
+    const given = request.path === undefined ? undefined : trimSlashes(request.path);
     const notebookPath = given ?? (await this.currentNotebook()).path;
     const saved = await connection.request(
       'GET',
@@ -171,11 +156,10 @@ export class StoreClient {
         `${notebookPath} was not read as a notebook, so it cannot be published`
       );
     }
-    const published = await connection.request(
-      'PUT',
-      `api/store/publish/${encodeApiPath(notebookPath)}`,
-      { body: body.data, expect: 200, schema: PublishResultSchema }
-    );
+    const published = await connection.call(StoreEndpoints.publish, {
+      path: notebookPath,
+      body: body.data
+    });
     return {
       ...published,
       path: notebookPath,
@@ -226,11 +210,9 @@ export class StoreClient {
     notebookPath?: string,
     options: { limit?: number; next?: string } = {}
   ): Promise<VersionListing> {
-    const query = {
-      limit: options.limit === undefined ? undefined : String(options.limit),
-      next: options.next
-    };
-    return this._getForNotebook('api/store/versions', notebookPath, query, VersionListingSchema);
+    const connection = await this._connection();
+    const path = await this._notebookPath(notebookPath);
+    return connection.call(StoreEndpoints.versionsPage, { path, query: options });
   }
 
   /**
@@ -246,35 +228,21 @@ export class StoreClient {
     notebookPath?: string,
     refs: { base?: string; remote?: string } = {}
   ): Promise<NotebookDiff> {
-    return this._getForNotebook('api/store/diff', notebookPath, refs, NotebookDiffSchema);
-  }
-
-  /**
-   * `GET {base}<route>/<path>?<query>` for a notebook (default: the current one), expecting 200
-   * and an answer that `schema` accepts. Query parameters left undefined are not sent.
-   */
-  private async _getForNotebook<T>(
-    route: string,
-    notebookPath: string | undefined,
-    query: Record<string, string | undefined>,
-    schema: ServerConnection.IRequestOptions<T>['schema']
-  ): Promise<T> {
     const connection = await this._connection();
-    const target = await this._notebookPath(notebookPath);
-    const relative = Private.withQuery(`${route}/${encodeApiPath(target)}`, query);
-    return connection.request('GET', relative, { expect: 200, schema });
+    const path = await this._notebookPath(notebookPath);
+    return connection.call(StoreEndpoints.diff, { path, query: refs });
   }
 
   /** The path given, trimmed, or the current notebook's. */
   private async _notebookPath(notebookPath: string | undefined): Promise<string> {
     return notebookPath === undefined
       ? (await this.currentNotebook()).path
-      : Private.trimPath(notebookPath);
+      : trimSlashes(notebookPath);
   }
 
-  private async _connection(): Promise<ServerConnection> {
+  private async _connection(): Promise<StoreConnection> {
     const server = await this.server();
-    this._connectionInstance ??= new ServerConnection({
+    this._connectionInstance ??= new StoreConnection({
       url: server.url,
       token: server.token,
       fetch: this._options.fetch,
@@ -286,7 +254,7 @@ export class StoreClient {
   private readonly _options: StoreClient.IOptions;
   private _server: Promise<StoreClient.IServer> | undefined;
   private _serverBucket: Promise<string> | undefined;
-  private _connectionInstance: ServerConnection | undefined;
+  private _connectionInstance: StoreConnection | undefined;
 }
 
 export namespace StoreClient {
@@ -381,23 +349,5 @@ namespace Private {
       );
     }
     return { url: found.url, token: found.token, root_dir: found.root_dir };
-  }
-
-  /** A relative URL with the parameters given (those undefined are left out). */
-  export function withQuery(
-    relative: string,
-    parameters: Record<string, string | undefined>
-  ): string {
-    const query = new URLSearchParams();
-    for (const [name, value] of Object.entries(parameters)) {
-      if (value !== undefined) query.set(name, value);
-    }
-    const search = query.toString();
-    return search ? `${relative}?${search}` : relative;
-  }
-
-  /** Server paths are relative to the root: outer slashes mean nothing. */
-  export function trimPath(serverPath: string): string {
-    return serverPath.replace(/^\/+|\/+$/g, '');
   }
 }

@@ -1,18 +1,18 @@
 import { createServer, type Server } from 'node:http';
 import { z } from 'zod';
-import { encodeApiPath, ServerConnection } from '../src/connection';
+import { encodeApiPath, StoreConnection } from '../src/connection';
 import { NetworkError, StoreError } from '../src/errors';
 import { fakeFetch } from './fakes';
 
 const Answer = z.object({ ok: z.boolean() });
 
-describe('ServerConnection', () => {
+describe('StoreConnection', () => {
   describe('#request()', () => {
     test('sends the token, and on reads no XSRF token', async () => {
       const { fetch, sent } = fakeFetch({
         'GET /base/api/store': { status: 200, body: { ok: true } }
       });
-      const connection = new ServerConnection({
+      const connection = new StoreConnection({
         url: 'http://127.0.0.1:1/base/',
         token: 't',
         fetch
@@ -29,7 +29,7 @@ describe('ServerConnection', () => {
 
     test('on writes, the same XSRF token as cookie and header, every time', async () => {
       const { fetch, sent } = fakeFetch({ 'POST /api/x': { status: 200, body: { ok: true } } });
-      const connection = new ServerConnection({ url: 'http://127.0.0.1:1', token: '', fetch });
+      const connection = new StoreConnection({ url: 'http://127.0.0.1:1', token: '', fetch });
       await connection.request('POST', 'api/x', { body: { a: 1 }, expect: 200, schema: Answer });
       await connection.request('POST', 'api/x', { body: { a: 2 }, expect: 200, schema: Answer });
       const token = sent[0].headers['x-xsrftoken'];
@@ -42,7 +42,7 @@ describe('ServerConnection', () => {
 
     test('no Authorization header for a server without a token', async () => {
       const { fetch, sent } = fakeFetch({ 'GET /api/x': { status: 200, body: { ok: true } } });
-      await new ServerConnection({ url: 'http://127.0.0.1:1/', token: '', fetch }).request(
+      await new StoreConnection({ url: 'http://127.0.0.1:1/', token: '', fetch }).request(
         'GET',
         'api/x',
         { expect: 200, schema: Answer }
@@ -54,7 +54,7 @@ describe('ServerConnection', () => {
       const { fetch } = fakeFetch({
         'GET /api/x': { status: 403, body: { message: 'Publishing is disabled', reason: 'off' } }
       });
-      const connection = new ServerConnection({ url: 'http://127.0.0.1:1/', token: 't', fetch });
+      const connection = new StoreConnection({ url: 'http://127.0.0.1:1/', token: 't', fetch });
       const error = await connection
         .request('GET', 'api/x', { expect: 200, schema: Answer })
         .catch((e: unknown) => e);
@@ -71,7 +71,7 @@ describe('ServerConnection', () => {
       const { fetch } = fakeFetch({
         'GET /api/x': { status: 502, text: '<html>Bad gateway</html>' }
       });
-      const error = await new ServerConnection({ url: 'http://127.0.0.1:1/', token: '', fetch })
+      const error = await new StoreConnection({ url: 'http://127.0.0.1:1/', token: '', fetch })
         .request('GET', 'api/x', { expect: 200, schema: Answer })
         .catch((e: unknown) => e);
       expect(error).toMatchObject({ status: 502, reason: null });
@@ -80,7 +80,7 @@ describe('ServerConnection', () => {
 
     test('the expected status with an unexpected body is a StoreError naming the field', async () => {
       const { fetch } = fakeFetch({ 'GET /api/x': { status: 200, body: { ok: 'yes' } } });
-      const error = await new ServerConnection({ url: 'http://127.0.0.1:1/', token: '', fetch })
+      const error = await new StoreConnection({ url: 'http://127.0.0.1:1/', token: '', fetch })
         .request('GET', 'api/x', { expect: 200, schema: Answer })
         .catch((e: unknown) => e);
       expect(error).toMatchObject({ status: 200, reason: 'invalid response' });
@@ -108,7 +108,7 @@ describe('ServerConnection', () => {
         await new Promise<void>(resolve => closed.listen(0, '127.0.0.1', resolve));
         const closedPort = (closed.address() as { port: number }).port;
         await new Promise(resolve => closed.close(resolve));
-        const error = await new ServerConnection({
+        const error = await new StoreConnection({
           url: `http://127.0.0.1:${closedPort}/`,
           token: ''
         })
@@ -119,7 +119,7 @@ describe('ServerConnection', () => {
       });
 
       test('a server that does not answer in time is a NetworkError', async () => {
-        const error = await new ServerConnection({
+        const error = await new StoreConnection({
           url: `http://127.0.0.1:${port}/`,
           token: '',
           timeoutMs: 300

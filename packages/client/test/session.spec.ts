@@ -1,4 +1,4 @@
-import { ServerConnection } from '../src/connection';
+import { StoreConnection } from '../src/connection';
 import { CurrentNotebookError } from '../src/errors';
 import { findCurrentSession, listSessions } from '../src/session';
 import { fakeFetch, fakeProcessTable, sessionModel } from './fakes';
@@ -15,9 +15,9 @@ const inKernel = fakeProcessTable([
 const outsideKernels = fakeProcessTable([{ pid: 50, ppid: 1, argv: ['bash'] }]);
 const exists = (): boolean => true;
 
-function connectionWith(sessions: unknown[]): ServerConnection {
+function connectionWith(sessions: unknown[]): StoreConnection {
   const { fetch } = fakeFetch({ 'GET /api/sessions': { status: 200, body: sessions } });
-  return new ServerConnection({ url: SERVER.url, token: 't', fetch });
+  return new StoreConnection({ url: SERVER.url, token: 't', fetch });
 }
 
 describe('#listSessions()', () => {
@@ -134,7 +134,7 @@ describe('#findCurrentSession()', () => {
 
   test('outside any kernel: an error, before any request', async () => {
     const { fetch, sent } = fakeFetch({});
-    const connection = new ServerConnection({ url: SERVER.url, token: 't', fetch });
+    const connection = new StoreConnection({ url: SERVER.url, token: 't', fetch });
     await expect(
       findCurrentSession(connection, SERVER, { ...options, processTable: outsideKernels, env: {} })
     ).rejects.toThrow(/does not run inside a Jupyter kernel.*give a path/);

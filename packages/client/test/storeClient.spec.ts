@@ -143,11 +143,11 @@ describe('StoreClient', () => {
 
     test('no server running: every call rejects with ServerNotFoundError', async () => {
       const client = new StoreClient({ runtimeDir, env: {}, processTable: fakeProcessTable([]) });
-      await expect(client.features()).rejects.toBeInstanceOf(ServerNotFoundError);
+      await expect(client.info()).rejects.toBeInstanceOf(ServerNotFoundError);
     });
   });
 
-  describe('#features()', () => {
+  describe('#info()', () => {
     test('parses feature detection with the contract schema', async () => {
       const info = {
         release: '0.1.0',
@@ -165,12 +165,12 @@ describe('StoreClient', () => {
         published_prefix: 'published'
       };
       const { fetch, sent } = fakeFetch({ 'GET /api/store': { status: 200, body: info } });
-      expect(await new StoreClient({ server: SERVER, fetch }).features()).toEqual(info);
+      expect(await new StoreClient({ server: SERVER, fetch }).info()).toEqual(info);
       expect(sent[0].headers.authorization).toBe('token secret');
     });
   });
 
-  describe('#clone()', () => {
+  describe('#cloneObject()', () => {
     const routes = {
       'POST /api/store/clone': cloneModel,
       'GET /api/store': { status: 200, body: storeInfo('server-bucket') }
@@ -179,7 +179,7 @@ describe('StoreClient', () => {
     test('the bucket given wins, and the target defaults to the server’s choice', async () => {
       const { fetch, sent } = fakeFetch(routes);
       const client = new StoreClient({ server: SERVER, fetch, bucket: 'client-bucket' });
-      const model = await client.clone({ bucket: 'given', key: 'published/a.ipynb' });
+      const model = await client.cloneObject({ bucket: 'given', key: 'published/a.ipynb' });
       expect(sent.map(r => r.body)).toEqual([
         { object_bucket: 'given', object_key: 'published/a.ipynb' }
       ]);
@@ -188,15 +188,17 @@ describe('StoreClient', () => {
 
     test('else the client’s default bucket', async () => {
       const { fetch, sent } = fakeFetch(routes);
-      await new StoreClient({ server: SERVER, fetch, bucket: 'client-bucket' }).clone({ key: 'k' });
+      await new StoreClient({ server: SERVER, fetch, bucket: 'client-bucket' }).cloneObject({
+        key: 'k'
+      });
       expect((sent[0].body as Record<string, string>).object_bucket).toBe('client-bucket');
     });
 
     test('else the server’s own bucket, asked once', async () => {
       const { fetch, sent } = fakeFetch(routes);
       const client = new StoreClient({ server: SERVER, fetch });
-      await client.clone({ key: 'a.ipynb' });
-      await client.clone({ key: 'b.ipynb', versionId: 'v1', targetPath: '/dir/b.ipynb' });
+      await client.cloneObject({ key: 'a.ipynb' });
+      await client.cloneObject({ key: 'b.ipynb', versionId: 'v1', targetPath: '/dir/b.ipynb' });
       expect(sent.map(r => `${r.method} ${new URL(r.url).pathname}`)).toEqual([
         'GET /api/store',
         'POST /api/store/clone',
@@ -214,9 +216,9 @@ describe('StoreClient', () => {
       const { fetch, sent } = fakeFetch({
         'GET /api/store': { status: 200, body: storeInfo(null) }
       });
-      await expect(new StoreClient({ server: SERVER, fetch }).clone({ key: 'k' })).rejects.toThrow(
-        'The server has no object_bucket configured'
-      );
+      await expect(
+        new StoreClient({ server: SERVER, fetch }).cloneObject({ key: 'k' })
+      ).rejects.toThrow('The server has no object_bucket configured');
       expect(sent.map(r => r.method)).toEqual(['GET']);
     });
 
@@ -228,7 +230,7 @@ describe('StoreClient', () => {
         }
       });
       const error = await new StoreClient({ server: SERVER, fetch, bucket: 'b' })
-        .clone({ key: 'missing' })
+        .cloneObject({ key: 'missing' })
         .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(StoreError);
       expect(error).toMatchObject({

@@ -7,7 +7,7 @@ import {
   toServerPath,
   type IStoreCommandIO
 } from '../src/commands/storeCommands';
-import { UsageError } from '../src/commands/flags';
+import { UsageError } from '../src/commands/commandLine';
 import type { StoreClient } from '../src/storeClient';
 import {
   fakeFetch,
@@ -121,7 +121,11 @@ describe('#runStoreCommand()', () => {
       ['versions', ['a', 'b']],
       ['servers', ['x']],
       ['publish', ['--token', 't']],
-      ['publish', ['--url', 'ftp://x']]
+      ['publish', ['--url', 'ftp://x']],
+      ['publish', ['--jsn']],
+      ['versions', ['--limit']],
+      ['diff', []],
+      ['bogus', []]
     ])('%s %j', async (name, argv) => {
       const result = await run(name, argv);
       expect(result.status).toBe(2);
@@ -136,6 +140,31 @@ describe('#runStoreCommand()', () => {
     expect(result.status).toBe(0);
     expect(result.stdout).toMatch(/^Usage: jupyter store clone s3:\/\/BUCKET\/KEY/);
     expect(result.stdout).toMatch(/--json/);
+  });
+
+  test.each([
+    [
+      'clone',
+      's3://BUCKET/KEY[?versionId=ID] [TARGET]',
+      ['--url <URL>', '--token <TOKEN>', '--json']
+    ],
+    ['fs-clone', 'RELPATH [TARGET]', ['--url <URL>', '--token <TOKEN>', '--json']],
+    ['publish', '[PATH]', ['--url <URL>', '--token <TOKEN>', '--json']],
+    [
+      'versions',
+      '[PATH]',
+      ['--limit <N>', '--next <TOKEN>', '--url <URL>', '--token <TOKEN>', '--json']
+    ],
+    ['diff', 'PATH [BASE] [REMOTE]', ['--url <URL>', '--token <TOKEN>', '--json']],
+    ['servers', '', ['--json']]
+  ])('%s --help documents its arguments and every option', async (name, usage, options) => {
+    const result = await run(name, ['-h']);
+    expect(result).toMatchObject({ status: 0, stderr: '', sent: [] });
+    const words = usage ? `${usage} ` : '';
+    expect(result.stdout.startsWith(`Usage: jupyter store ${name} ${words}[options]\n`)).toBe(true);
+    for (const option of [...options, '-h, --help']) {
+      expect(result.stdout).toMatch(new RegExp(`\\n  ${option.replace(/[[\]]/g, '\\$&')}\\s+\\S`));
+    }
   });
 
   test('clone prints what was cloned where', async () => {

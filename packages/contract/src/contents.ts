@@ -32,23 +32,55 @@ export interface ContentsModel {
 }
 
 /** ISO 8601 in UTC with a `Z`, as Jupyter renders datetimes. */
-const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/);
+function isoDate(description: string) {
+  return z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/)
+    .meta({ format: 'date-time', description });
+}
 
-export const ContentsModelSchema: z.ZodType<ContentsModel> = z.object({
-  name: z.string(),
-  path: z.string(),
-  type: ContentsType,
-  writable: z.boolean(),
-  created: isoDate,
-  last_modified: isoDate,
-  mimetype: z.string().nullable(),
-  content: z.unknown(),
-  format: ContentsFormat.nullable(),
-  size: z.number().int().nonnegative().nullable(),
-  hash: z.string().nullable(),
-  hash_algorithm: z.string().nullable(),
-  message: z.string().optional()
-});
+export const ContentsModelSchema: z.ZodType<ContentsModel> = z
+  .object({
+    name: z.string().meta({ description: 'The file name.' }),
+    path: z.string().meta({ description: 'The full path in the server, relative to its root.' }),
+    type: ContentsType.meta({ description: 'What the item is.' }),
+    writable: z.boolean().meta({ description: 'Whether the server may write it.' }),
+    created: isoDate('When it was created (ISO 8601, UTC, as Jupyter renders it).'),
+    last_modified: isoDate('When it was last written (ISO 8601, UTC).'),
+    mimetype: z
+      .string()
+      .nullable()
+      .meta({ description: "The file's MIME type; null for notebooks and directories." }),
+    content: z
+      .unknown()
+      .meta({ description: 'The content when asked for; null in clone answers.' }),
+    format: ContentsFormat.nullable().meta({
+      description: 'How `content` is encoded; null when there is no content.'
+    }),
+    size: z
+      .number()
+      .int()
+      .nonnegative()
+      .nullable()
+      .meta({ description: 'The size in bytes; null for directories.' }),
+    hash: z
+      .string()
+      .nullable()
+      .meta({ description: 'The content hash when asked for (`hash=1`); else null.' }),
+    hash_algorithm: z
+      .string()
+      .nullable()
+      .meta({ description: 'The algorithm of `hash` (`sha256`); else null.' }),
+    message: z
+      .string()
+      .optional()
+      .meta({ description: 'Set on notebooks that fail nbformat validation, saying why.' })
+  })
+  .meta({
+    description:
+      'A Jupyter contents-API model, as `GET api/contents/<path>?content=0` returns it. In ' +
+      'clone answers `content`, `format`, `hash` and `hash_algorithm` are null.'
+  });
 
 /**
  * The body of `PUT {base}api/contents/<path>`: save or create. Jupyter treats an unknown `type`
@@ -89,5 +121,8 @@ export const RenameRequestSchema = z.object({ path: z.string().optional() }).pas
 export type RenameRequest = z.infer<typeof RenameRequestSchema>;
 
 /** A checkpoint: Jupyter keeps one per file, with the id `checkpoint`. */
-export const CheckpointModelSchema = z.object({ id: z.string(), last_modified: isoDate });
+export const CheckpointModelSchema = z.object({
+  id: z.string(),
+  last_modified: isoDate('When the checkpoint was written.')
+});
 export type CheckpointModel = z.infer<typeof CheckpointModelSchema>;

@@ -4,3 +4,4 @@ export * from './store';
 export * from './publish';
 export * from './clone';
 export * from './diff';
+export * from './endpoints';

@@ -9,25 +9,39 @@ import { z } from 'zod';
  */
 export const PublishRequestSchema = z
   .object({
-    type: z.literal('notebook'),
+    type: z.literal('notebook').meta({ description: 'Must be `notebook` (else 415).' }),
     /** Ignored for notebooks, as the contents API ignores it; `json` when sent. */
-    format: z.literal('json').nullable().optional(),
+    format: z.literal('json').nullable().optional().meta({
+      description: 'Ignored for notebooks, as the contents API ignores it; `json` when sent.'
+    }),
     /** The notebook (nbformat 4) as JSON. */
-    content: z.record(z.string(), z.unknown())
+    content: z.record(z.string(), z.unknown()).meta({
+      description:
+        'The notebook (nbformat 4) as JSON; it must pass the official nbformat schema, and its ' +
+        'cell ids must be unique (else 422).'
+    })
   })
-  .passthrough();
+  .passthrough()
+  .meta({
+    description:
+      'The contents-API model of a notebook, as a contents `PUT` sends it. Other model fields ' +
+      '(`name`, `path`, …) are allowed and ignored.'
+  });
 
 /** `PUT {base}api/store/publish/{path}` → 200: where the notebook was published. */
-export const PublishResultSchema = z.object({
-  /** The one bucket of workspace and published copies. */
-  object_bucket: z.string(),
-  /** `<published_prefix>/<path>`. */
-  object_key: z.string(),
-  /** The new version; null only on a bucket without versioning. */
-  object_version_id: z.string().nullable(),
-  /** `s3://<bucket>/<key>`. */
-  object_path: z.string()
-});
+export const PublishResultSchema = z
+  .object({
+    object_bucket: z
+      .string()
+      .meta({ description: 'The one bucket of workspace and published copies.' }),
+    object_key: z.string().meta({ description: '`<published_prefix>/<path>`.' }),
+    object_version_id: z
+      .string()
+      .nullable()
+      .meta({ description: 'The new version; null only on a bucket without versioning.' }),
+    object_path: z.string().meta({ description: '`s3://<bucket>/<key>`.' })
+  })
+  .meta({ description: 'Where the notebook was published.' });
 
 export type PublishRequest = z.infer<typeof PublishRequestSchema>;
 export type PublishResult = z.infer<typeof PublishResultSchema>;

@@ -117,7 +117,7 @@ export class ObjectCloneForm extends FormBody<IObjectCloneValue> {
     let more = false;
     try {
       // The first page: the newest versions of the key, which the picker offers.
-      const listing = await this._client.versions(ours.path);
+      const listing = await this._client.versionsPage(ours.path);
       versions =
         ours.kind === 'published' ? listing.published.versions : listing.workspace.versions;
       // A full page and a next one: older versions of this copy may follow.

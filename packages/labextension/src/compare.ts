@@ -337,7 +337,7 @@ export class VersionComparer {
     const trans = this._trans;
     let listing: VersionListing;
     try {
-      listing = await this._client.versions(path);
+      listing = await this._client.versionsPage(path);
     } catch (error) {
       await showStoreError(trans.__('Cannot list the versions'), error, trans);
       return null;

@@ -25,7 +25,7 @@ export async function showStoreError(
     details.appendChild(Dom.element('pre', undefined, rest.join('\n\n')));
     body.node.appendChild(details);
   }
-  if (error instanceof StoreRequestError && error.status !== 0) {
+  if (error instanceof StoreRequestError) {
     const status = error.reason
       ? trans.__('HTTP %1 (%2)', error.status, error.reason)
       : trans.__('HTTP %1', error.status);

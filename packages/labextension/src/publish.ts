@@ -112,7 +112,7 @@ export async function publishNotebook(
 
   // A published copy there already? Replacing it is a new version, but say so first.
   try {
-    const listing = await client.versions(path);
+    const listing = await client.versionsPage(path);
     if (listing.published.versions.length > 0) {
       const latest = listing.published.versions[0];
       const replace = await showDialog({

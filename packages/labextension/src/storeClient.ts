@@ -1,18 +1,16 @@
 import {
-  FsCloneResponseSchema,
-  NotebookDiffSchema,
-  ObjectCloneResponseSchema,
-  PublishResultSchema,
-  StoreInfoSchema,
-  VersionContentSchema,
-  VersionListingSchema,
+  StoreEndpoints,
+  trimSlashes,
   type DiffRequest,
+  type EndpointRequest,
+  type EndpointResponse,
   type FsCloneRequest,
   type FsCloneResponse,
   type NotebookDiff,
   type ObjectCloneRequest,
   type ObjectCloneResponse,
   type PublishResult,
+  type StoreEndpointName,
   type StoreInfo,
   type VersionContent,
   type VersionListing
@@ -20,8 +18,10 @@ import {
 import { PageConfig, URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import { nullTranslator, type TranslationBundle } from '@jupyterlab/translation';
-import { requestStoreApi } from './request';
+import { requestEndpoint } from './request';
 import { TRANSLATION_DOMAIN } from './tokens';
+
+export { trimSlashes } from '@jupyter-store/contract';
 
 /** Where the store keeps things: the bucket and the prefixes of archived and published copies. */
 export interface IStoreLayout {
@@ -31,8 +31,8 @@ export interface IStoreLayout {
 }
 
 /**
- * The store API of the jupyter-store gateway, `{base}api/store`, with every answer checked
- * against the shared contract.
+ * The store API of the jupyter-store gateway, `{base}api/store`: each call is one of the
+ * contract's endpoints, and every answer is checked against its schema.
  */
 export class StoreClient {
   /**
@@ -46,14 +46,7 @@ export class StoreClient {
 
   /** `GET api/store`: feature detection, with the archive queue's state. */
   info(): Promise<StoreInfo> {
-    return requestStoreApi(
-      this.serverSettings,
-      '',
-      { method: 'GET' },
-      StoreInfoSchema,
-      200,
-      this._trans
-    );
+    return this._call('info', {});
   }
 
   /**
@@ -62,16 +55,11 @@ export class StoreClient {
    * out), from the page `next` names (the first when left out). The answer's `next` names the
    * page after; null (or absent, from an older server) on the last page.
    */
-  versions(path: string, page: { limit?: number; next?: string } = {}): Promise<VersionListing> {
-    const limit = page.limit === undefined ? undefined : String(page.limit);
-    return requestStoreApi(
-      this.serverSettings,
-      `versions/${URLExt.encodeParts(trimSlashes(path))}${queryOf({ limit, next: page.next })}`,
-      { method: 'GET' },
-      VersionListingSchema,
-      200,
-      this._trans
-    );
+  versionsPage(
+    path: string,
+    page: { limit?: number; next?: string } = {}
+  ): Promise<VersionListing> {
+    return this._call('versionsPage', { path: trimSlashes(path), query: page });
   }
 
   /**
@@ -83,15 +71,10 @@ export class StoreClient {
     versionId: string,
     copy: 'workspace' | 'published'
   ): Promise<VersionContent> {
-    const query = URLExt.objectToQueryString({ object_version_id: versionId, copy });
-    return requestStoreApi(
-      this.serverSettings,
-      `versions/${URLExt.encodeParts(trimSlashes(path))}${query}`,
-      { method: 'GET' },
-      VersionContentSchema,
-      200,
-      this._trans
-    );
+    return this._call('versionContent', {
+      path: trimSlashes(path),
+      query: { object_version_id: versionId, copy }
+    });
   }
 
   /**
@@ -100,14 +83,7 @@ export class StoreClient {
    * server's default (remote: `current`, base: the newest archived version).
    */
   diff(path: string, refs: { base?: string; remote?: string } = {}): Promise<NotebookDiff> {
-    return requestStoreApi(
-      this.serverSettings,
-      `diff/${URLExt.encodeParts(trimSlashes(path))}${queryOf(refs)}`,
-      { method: 'GET' },
-      NotebookDiffSchema,
-      200,
-      this._trans
-    );
+    return this._call('diff', { path: trimSlashes(path), query: refs });
   }
 
   /**
@@ -115,14 +91,7 @@ export class StoreClient {
    * (what the browser has not saved).
    */
   diffInline(request: DiffRequest): Promise<NotebookDiff> {
-    return requestStoreApi(
-      this.serverSettings,
-      'diff',
-      { method: 'POST', body: JSON.stringify(request) },
-      NotebookDiffSchema,
-      200,
-      this._trans
-    );
+    return this._call('diffInline', { body: request });
   }
 
   /**
@@ -130,41 +99,22 @@ export class StoreClient {
    * `<published_prefix>/<path>`.
    */
   publish(path: string, notebook: unknown): Promise<PublishResult> {
-    return requestStoreApi(
-      this.serverSettings,
-      `publish/${URLExt.encodeParts(trimSlashes(path))}`,
-      {
-        method: 'PUT',
-        body: JSON.stringify({ type: 'notebook', format: 'json', content: notebook })
-      },
-      PublishResultSchema,
-      200,
-      this._trans
-    );
+    // The server validates the notebook and names what is wrong; the client sends it as it is.
+    const content = notebook as Record<string, unknown>;
+    return this._call('publish', {
+      path: trimSlashes(path),
+      body: { type: 'notebook', format: 'json', content }
+    });
   }
 
   /** `POST api/store/clone`: copy an object (or one version of it) into the contents. */
   cloneObject(request: ObjectCloneRequest): Promise<ObjectCloneResponse> {
-    return requestStoreApi(
-      this.serverSettings,
-      'clone',
-      { method: 'POST', body: JSON.stringify(request) },
-      ObjectCloneResponseSchema,
-      200,
-      this._trans
-    );
+    return this._call('cloneObject', { body: request });
   }
 
   /** `POST api/store/fs-clone`: copy a file from below the clone base directory. */
   cloneFromFileSystem(request: FsCloneRequest): Promise<FsCloneResponse> {
-    return requestStoreApi(
-      this.serverSettings,
-      'fs-clone',
-      { method: 'POST', body: JSON.stringify(request) },
-      FsCloneResponseSchema,
-      200,
-      this._trans
-    );
+    return this._call('cloneFromFileSystem', { body: request });
   }
 
   /**
@@ -177,18 +127,14 @@ export class StoreClient {
     const base = URLExt.join(PageConfig.getBaseUrl(), 'store/clone');
     return `${base}${URLExt.objectToQueryString(query)}`;
   }
-}
 
-/** `?name=value&…` of the values given, or '' when none is. */
-function queryOf(values: Record<string, string | undefined>): string {
-  const given: Record<string, string> = {};
-  for (const [name, value] of Object.entries(values)) if (value !== undefined) given[name] = value;
-  return Object.keys(given).length === 0 ? '' : URLExt.objectToQueryString(given);
-}
-
-/** `a/b/` → `a/b`. */
-export function trimSlashes(path: string): string {
-  return path.replace(/^\/+|\/+$/g, '');
+  /** Call the contract's endpoint of this name with the application's server settings. */
+  private _call<K extends StoreEndpointName>(
+    name: K,
+    request: EndpointRequest<(typeof StoreEndpoints)[K]>
+  ): Promise<EndpointResponse<(typeof StoreEndpoints)[K]>> {
+    return requestEndpoint(this.serverSettings, StoreEndpoints[name], request, this._trans);
+  }
 }
 
 /** The bucket and prefixes that feature detection reports. */

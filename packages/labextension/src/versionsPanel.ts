@@ -118,10 +118,10 @@ export class VersionsPanel extends Widget {
     const pages = Math.max(1, this._pages);
     this._setMessage(this._listing ? '' : this._trans.__('Loading…'));
     try {
-      let listing = await this._client.versions(path);
+      let listing = await this._client.versionsPage(path);
       let loaded = 1;
       while (typeof listing.next === 'string' && loaded < pages) {
-        const page = await this._client.versions(path, { next: listing.next });
+        const page = await this._client.versionsPage(path, { next: listing.next });
         if (generation !== this._generation || this.isDisposed) return;
         listing = Private.append(listing, page);
         loaded++;
@@ -152,7 +152,7 @@ export class VersionsPanel extends Widget {
     this._loadingMore = true;
     this._render();
     try {
-      const page = await this._client.versions(panel.context.path, { next: listing.next });
+      const page = await this._client.versionsPage(panel.context.path, { next: listing.next });
       if (generation !== this._generation || this.isDisposed) return;
       this._listing = Private.append(listing, page);
       this._pages++;
@@ -318,49 +318,20 @@ export class VersionsPanel extends Widget {
       facts.title = trans.__('Version id: %1', version.object_version_id);
       item.appendChild(facts);
       const actions = Dom.element('div', 'jp-store-Version-actions');
-      const when = formatTime(version.last_modified);
-      actions.appendChild(
-        this._button(
-          'open',
-          trans.__('Open'),
-          trans.__('Open the version of %1 as a new file', when),
-          () => this._openVersion(listing, key, version)
-        )
-      );
-      actions.appendChild(
-        this._button(
-          'restore',
-          trans.__('Restore'),
-          trans.__('Replace the notebook with the version of %1', when),
-          () => this._restoreVersion(listing, key, version)
-        )
-      );
-      actions.appendChild(
-        this._button(
-          'preview',
-          trans.__('Preview'),
-          trans.__('Show the version of %1 read-only, without creating a file', when),
-          () => this._preview(this._previewOf(kind, version))
-        )
+      const text = Private.buttonText(trans, formatTime(version.last_modified));
+      actions.append(
+        this._button('open', text, () => this._openVersion(listing, key, version)),
+        this._button('restore', text, () => this._restoreVersion(listing, key, version)),
+        this._button('preview', text, () => this._preview(this._previewOf(kind, version)))
       );
       item.appendChild(actions);
       const compare = Dom.element('div', 'jp-store-Version-actions');
       compare.appendChild(
-        this._button(
-          'compare-current',
-          trans.__('Compare with current'),
-          trans.__('See what changed from the version of %1 to the notebook as it is now', when),
-          () => this._compareWithCurrent(kind, version)
-        )
+        this._button('compare-current', text, () => this._compareWithCurrent(kind, version))
       );
       if (index < versions.length - 1 || typeof listing.next === 'string') {
         compare.appendChild(
-          this._button(
-            'compare-previous',
-            trans.__('Compare with previous'),
-            trans.__('See what changed in the version of %1 since the one before it', when),
-            () => this._compareWithPrevious(kind, version)
-          )
+          this._button('compare-previous', text, () => this._compareWithPrevious(kind, version))
         );
       }
       item.appendChild(compare);
@@ -371,11 +342,11 @@ export class VersionsPanel extends Widget {
   }
 
   private _button(
-    action: 'open' | 'restore' | 'preview' | 'compare-current' | 'compare-previous',
-    label: string,
-    description: string,
+    action: Private.VersionAction,
+    text: Private.ButtonText,
     run: () => Promise<void>
   ): HTMLButtonElement {
+    const [label, description] = text[action];
     const button = Dom.element(
       'button',
       'jp-Button jp-mod-styled jp-mod-reject jp-store-Version-button',
@@ -560,6 +531,33 @@ export class VersionsPanel extends Widget {
 }
 
 namespace Private {
+  /** What a version's buttons do; also each button's `data-action`. */
+  export type VersionAction =
+    'open' | 'restore' | 'preview' | 'compare-current' | 'compare-previous';
+
+  /** The label and the tooltip of each of a version's buttons. */
+  export type ButtonText = Record<VersionAction, [label: string, description: string]>;
+
+  /** The texts of the buttons of the version saved at `when` (a formatted time). */
+  export function buttonText(trans: TranslationBundle, when: string): ButtonText {
+    return {
+      open: [trans.__('Open'), trans.__('Open the version of %1 as a new file', when)],
+      restore: [trans.__('Restore'), trans.__('Replace the notebook with the version of %1', when)],
+      preview: [
+        trans.__('Preview'),
+        trans.__('Show the version of %1 read-only, without creating a file', when)
+      ],
+      'compare-current': [
+        trans.__('Compare with current'),
+        trans.__('See what changed from the version of %1 to the notebook as it is now', when)
+      ],
+      'compare-previous': [
+        trans.__('Compare with previous'),
+        trans.__('See what changed in the version of %1 since the one before it', when)
+      ]
+    };
+  }
+
   /** The listing with the versions of the next page added after its own. */
   export function append(listing: VersionListing, page: VersionListing): VersionListing {
     return {

@@ -1,6 +1,6 @@
 import express, { type Express } from 'express';
 import { ContentsManager } from './contents/manager';
-import { createContentsRouter } from './contents/router';
+import { contentsApi } from './contents/routes';
 import {
   CachingSignatureStore,
   NotebookNotary,
@@ -8,7 +8,7 @@ import {
   jupyterDataDir
 } from './contents/trust';
 import * as path from 'node:path';
-import { errorHandler } from './http/errors';
+import { assemble } from './gateway/assemble';
 
 /**
  * The jupyter-store HTTP application: for now the Jupyter-compatible contents API.
@@ -31,8 +31,8 @@ export function createApp(options: App.IOptions): Express {
   app.set('etag', false);
   app.locals.contentsManager = manager;
   app.locals.baseUrl = baseUrl;
-  app.use(`${baseUrl}api/contents`, createContentsRouter({ manager, baseUrl }));
-  app.use(errorHandler());
+  const contents = contentsApi({ manager, baseUrl });
+  app.use(`${baseUrl}${contents.prefix}`, assemble(contents));
   return app;
 }
 

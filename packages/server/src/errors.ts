@@ -1,19 +1,24 @@
 /**
  * Typed HTTP errors. Every error the gateway raises on purpose carries a status, a message and a
- * reason; one handler (see `http/errorHandler.ts`) turns them into Jupyter's `{"message", "reason"}`.
+ * reason; one handler (see `http/errors.ts`) turns them into Jupyter's `{"message", "reason"}`.
+ *
+ * Raise them through the catalogue's named constructors (`httpErrors` in
+ * `http/errorCatalogue.ts`), which give each reason its one status.
  */
 export class HttpError extends Error {
   /**
    * @param status - the HTTP status to answer with.
    * @param message - a sentence for the user; never a stack trace or a credential.
    * @param reason - a short machine-readable reason, or null as Jupyter sends for plain errors.
+   * @param options - the error's cause, kept for logs and never sent.
    */
   constructor(
     readonly status: number,
     message: string,
-    readonly reason: string | null = null
+    readonly reason: string | null = null,
+    options?: ErrorOptions
   ) {
-    super(message);
+    super(message, options);
     this.name = 'HttpError';
   }
 }

@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { Command, Option } from 'commander';
 import {
   MAX_VERSIONS_PAGE_LIMIT,
   type FsCloneResponse,
@@ -11,7 +12,7 @@ import { StoreClientError, StoreError } from '../errors';
 import type { ILiveServerRecord } from '../records';
 import { StoreClient } from '../storeClient';
 import { describeNotebookDiff } from './diffText';
-import { describeFlags, parseFlags, UsageError, type FlagSpec } from './flags';
+import { CommandLine, UsageError } from './commandLine';
 
 /**
  * The `jupyter store` commands of the client: `clone`, `fs-clone`, `publish`, `versions`,
@@ -39,9 +40,7 @@ export function isStoreCommand(name: string | undefined): name is StoreCommandNa
 }
 
 /** Where a command writes, what it sees, and how its client is made. */
-export interface IStoreCommandIO {
-  stdout(text: string): void;
-  stderr(text: string): void;
+export interface IStoreCommandIO extends CommandLine.IOptions {
   /** The environment; default `process.env`. */
   env?: NodeJS.ProcessEnv;
   /** The working directory, for `./`-relative paths; default `process.cwd()`. */
@@ -62,7 +61,7 @@ export function processIO(): IStoreCommandIO {
 }
 
 /**
- * Run one command with its arguments (those after the command's name).
+ * Run one command with its arguments (those after the command's name), as `jupyter store`.
  *
  * @returns the exit status: 0 success, 1 failure of the server or of finding it, 2 bad usage.
  */
@@ -71,35 +70,22 @@ export async function runStoreCommand(
   argv: readonly string[],
   io: IStoreCommandIO = processIO()
 ): Promise<number> {
-  let json = false;
-  try {
-    if (!isStoreCommand(name)) throw new UsageError(`unknown command '${name}'`);
-    const command = COMMANDS[name];
-    const { values, positionals } = parseFlags(argv, command.flags, { positionals: true });
-    if (values.help) {
-      io.stdout(`${command.usage}\nOptions:\n${describeFlags(command.flags)}`);
-      return 0;
-    }
-    json = Boolean(values.json);
-    const [min, max] = command.positionals;
-    if (positionals.length < min) {
-      throw new UsageError(`missing ${command.positionalNames[positionals.length]}`);
-    }
-    if (positionals.length > max) {
-      throw new UsageError(`unexpected argument '${positionals[max]}'`);
-    }
-    const result = await command.run({ values, positionals, io });
-    io.stdout(json ? `${JSON.stringify(result.json, null, 2)}\n` : result.text);
-    return result.status ?? 0;
-  } catch (error) {
-    if (error instanceof UsageError) {
-      io.stderr(`jupyter-store ${name}: ${error.message} (see --help)\n`);
-      return 2;
-    }
-    const message = describeError(error);
-    io.stderr(`jupyter-store ${name}: ${message}\n`);
-    if (json) io.stdout(`${JSON.stringify({ error: errorJson(error, message) }, null, 2)}\n`);
-    return (isStoreCommand(name) && COMMANDS[name].failureStatus) || 1;
+  const line = new CommandLine(io);
+  const program = line.configure(new Command('jupyter store'), `jupyter-store ${name}`);
+  addStoreCommands(program, line, io);
+  return line.run(program, [name, ...argv]);
+}
+
+/**
+ * Add the store commands to `program` (`jupyter store`'s own, or `jupyter-store`), each
+ * reporting through `line`.
+ */
+export function addStoreCommands(program: Command, line: CommandLine, io: IStoreCommandIO): void {
+  program.commandsGroup(
+    "From a notebook's kernel (!jupyter store …), a terminal or a script, against a running server:"
+  );
+  for (const name of STORE_COMMANDS) {
+    program.addCommand(Private.createCommand(name, COMMANDS[name], line, io));
   }
 }
 
@@ -166,132 +152,113 @@ interface IOutput {
   status?: number;
 }
 
+/** The options of the store commands, as commander parses them (each takes some). */
+interface IStoreOptions {
+  json?: boolean;
+  url?: string;
+  token?: string;
+  limit?: string;
+  next?: string;
+}
+
 interface IInvocation {
-  values: Record<string, string | boolean | undefined>;
-  positionals: string[];
+  options: IStoreOptions;
+  positionals: readonly string[];
   io: IStoreCommandIO;
 }
 
 interface ICommand {
+  /** One line for the program's list of commands. */
+  summary: string;
+  /** The arguments after the command's name, as its help shows them. */
   usage: string;
-  flags: FlagSpec;
-  /** The least and the most positional arguments. */
-  positionals: [number, number];
-  positionalNames: string[];
+  /** The command's own help, between the usage line and the arguments. */
+  description: string;
+  /** The arguments, as commander declares them (`<name>` or `[name]`), with their help. */
+  arguments: ReadonlyArray<readonly [string, string]>;
+  /** Help after the options' (not rewrapped, unlike the description). */
+  notes?: string;
+  /** Whether it talks to a server, and so takes `--url` and `--token`. */
+  server: boolean;
+  /** Options of its own. */
+  options?: () => Option[];
   /** The exit status when the server, or finding it, fails; default 1. */
   failureStatus?: number;
   run(invocation: IInvocation): Promise<IOutput>;
 }
 
-const OUTPUT_FLAGS: FlagSpec = {
-  json: { type: 'boolean', help: 'print JSON for scripts instead of text' },
-  help: { type: 'boolean', short: 'h', help: 'show this help' }
-};
-
-const SERVER_FLAGS: FlagSpec = {
-  url: {
-    type: 'string',
-    help: 'the server (default: the one running this kernel or terminal, else the only one)',
-    value: 'URL'
-  },
-  token: {
-    type: 'string',
-    help: "the server's token (default: the one in its runtime record)",
-    value: 'TOKEN'
-  },
-  ...OUTPUT_FLAGS
-};
-
 const PATHS_NOTE = `Paths are below the server's root, as JupyterLab shows them; a path starting with
 /, ./ or ../ is a file path, taken from the current directory (in a notebook, the
-notebook's directory).
-`;
+notebook's directory).`;
 
 const COMMANDS: Record<StoreCommandName, ICommand> = {
   clone: {
-    usage: `Usage: jupyter store clone s3://BUCKET/KEY[?versionId=ID] [TARGET] [options]
-
-Copy an object from object storage (its latest version, or the version named) into the
-server, at TARGET (default: the key's file name, in the root). A taken name becomes
-name-1.ext, name-2.ext, …: nothing is overwritten.
-
-${PATHS_NOTE}`,
-    flags: SERVER_FLAGS,
-    positionals: [1, 2],
-    positionalNames: ['the object URI s3://BUCKET/KEY'],
-    async run({ values, positionals, io }) {
+    summary: 'clone s3://BUCKET/KEY[?versionId=ID] [TARGET]: copy an object into the server',
+    usage: 's3://BUCKET/KEY[?versionId=ID] [TARGET] [options]',
+    description: `Copy an object from object storage (its latest version, or the version named) into the server, at TARGET (default: the key's file name, in the root). A taken name becomes name-1.ext, name-2.ext, …: nothing is overwritten.`,
+    arguments: [
+      ['<uri>', 'the object URI s3://BUCKET/KEY[?versionId=ID]'],
+      ['[target]', "where the copy goes (default: the key's file name, in the root)"]
+    ],
+    server: true,
+    async run({ options, positionals, io }) {
       const source = parseObjectUri(positionals[0]);
-      const client = createClient(values, io);
+      const client = createClient(options, io);
       const targetPath = await serverPathArgument(client, positionals[1], io);
-      const model = await client.clone({ ...source, targetPath });
+      const model = await client.cloneObject({ ...source, targetPath });
       return { text: describeObjectClone(model), json: model };
     }
   },
   'fs-clone': {
-    usage: `Usage: jupyter store fs-clone RELPATH [TARGET] [options]
-
-Copy a file from the server's shared directory (fs_cloning_basedir; RELPATH is relative
-to it) into the server, at TARGET (default: the file's name, in the root). A taken name
-becomes name-1.ext, name-2.ext, …: nothing is overwritten.
-
-${PATHS_NOTE}`,
-    flags: SERVER_FLAGS,
-    positionals: [1, 2],
-    positionalNames: ['RELPATH'],
-    async run({ values, positionals, io }) {
-      const client = createClient(values, io);
+    summary: "fs-clone RELPATH [TARGET]: copy a file from the server's fs_cloning_basedir",
+    usage: 'RELPATH [TARGET] [options]',
+    description: `Copy a file from the server's shared directory (fs_cloning_basedir; RELPATH is relative to it) into the server, at TARGET (default: the file's name, in the root). A taken name becomes name-1.ext, name-2.ext, …: nothing is overwritten.`,
+    arguments: [
+      ['<relpath>', 'the file, relative to fs_cloning_basedir'],
+      ['[target]', "where the copy goes (default: the file's name, in the root)"]
+    ],
+    server: true,
+    async run({ options, positionals, io }) {
+      const client = createClient(options, io);
       const targetPath = await serverPathArgument(client, positionals[1], io);
       const model = await client.cloneFromFileSystem({ relpath: positionals[0], targetPath });
       return { text: describeFsClone(model), json: model };
     }
   },
   publish: {
-    usage: `Usage: jupyter store publish [PATH] [options]
-
-Publish a notebook (default: the notebook of the kernel this runs in) to the server's
-published prefix in object storage. The copy published is the one last saved: save first
-to include recent changes.
-
-${PATHS_NOTE}`,
-    flags: SERVER_FLAGS,
-    positionals: [0, 1],
-    positionalNames: [],
-    async run({ values, positionals, io }) {
-      const client = createClient(values, io);
+    summary: 'publish [PATH]: publish a notebook (default: the current one)',
+    usage: '[PATH] [options]',
+    description: `Publish a notebook (default: the notebook of the kernel this runs in) to the server's published prefix in object storage. The copy published is the one last saved: save first to include recent changes.`,
+    arguments: [['[path]', 'the notebook (default: the current one)']],
+    server: true,
+    async run({ options, positionals, io }) {
+      const client = createClient(options, io);
       const notebookPath = await serverPathArgument(client, positionals[0], io);
       const result = await client.publish({ path: notebookPath });
       return { text: describePublished(result), json: result };
     }
   },
   versions: {
-    usage: `Usage: jupyter store versions [PATH] [options]
-
-List the archived and published versions of a notebook (default: the notebook of the
-kernel this runs in), newest first: all of them, page after page. With --limit N, only
-one page, of at most N versions of each copy; when more follow, the page ends with the
-command that lists the next one (--next TOKEN).
-
-${PATHS_NOTE}`,
-    flags: {
-      limit: {
-        type: 'string',
-        help: `list one page of at most N versions of each copy (1 to ${MAX_VERSIONS_PAGE_LIMIT})`,
-        value: 'N'
-      },
-      next: {
-        type: 'string',
-        help: 'list the page this token names (printed at the end of the page before)',
-        value: 'TOKEN'
-      },
-      ...SERVER_FLAGS
-    },
-    positionals: [0, 1],
-    positionalNames: [],
-    async run({ values, positionals, io }) {
-      const limit = parseLimit(values.limit as string | undefined);
-      const next = values.next as string | undefined;
+    summary: "versions [PATH]: list a notebook's archived and published versions",
+    usage: '[PATH] [options]',
+    description: `List the archived and published versions of a notebook (default: the notebook of the kernel this runs in), newest first: all of them, page after page. With --limit N, only one page, of at most N versions of each copy; when more follow, the page ends with the command that lists the next one (--next TOKEN).`,
+    arguments: [['[path]', 'the notebook (default: the current one)']],
+    server: true,
+    options: () => [
+      new Option(
+        '--limit <N>',
+        `list one page of at most N versions of each copy (1 to ${MAX_VERSIONS_PAGE_LIMIT})`
+      ),
+      new Option(
+        '--next <TOKEN>',
+        'list the page this token names (printed at the end of the page before)'
+      )
+    ],
+    async run({ options, positionals, io }) {
+      const limit = parseLimit(options.limit);
+      const next = options.next;
       if (next === '') throw new UsageError('--next: give the token the page before printed');
-      const client = createClient(values, io);
+      const client = createClient(options, io);
       const notebookPath = await serverPathArgument(client, positionals[0], io);
       if (limit === undefined && next === undefined) {
         const listing = await client.versions(notebookPath);
@@ -302,29 +269,31 @@ ${PATHS_NOTE}`,
     }
   },
   diff: {
-    usage: `Usage: jupyter store diff PATH [BASE] [REMOTE] [options]
-
-Show what changed in a notebook from BASE to REMOTE: the cells added, removed and changed,
-their source lines (- removed, + added), and what changed in outputs and metadata. BASE
-and REMOTE are refs:
+    summary: 'diff PATH [BASE] [REMOTE]: what changed in a notebook between two versions',
+    usage: 'PATH [BASE] [REMOTE] [options]',
+    description:
+      'Show what changed in a notebook from BASE to REMOTE: the cells added, removed and ' +
+      'changed, their source lines (- removed, + added), and what changed in outputs and ' +
+      'metadata. REMOTE defaults to current and BASE to the newest archived version: with no ' +
+      'refs, the diff shows what is on disk and not archived yet. Cells are numbered from 0: ' +
+      'removed and changed cells as in BASE, added cells as in REMOTE. With --json, the ' +
+      "server's answer: {path, base, diff, base_ref, remote_ref}, the diff in nbdime's format." +
+      "\n\nExit status, as diff's: 0 when the notebooks are equal, 1 when they differ, 2 on " +
+      'errors.',
+    arguments: [
+      ['<path>', 'the notebook'],
+      ['[base]', 'the ref compared from (default: the newest archived version)'],
+      ['[remote]', 'the ref compared to (default: current)']
+    ],
+    notes: `BASE and REMOTE are refs:
   current                the file on the server's disk
   VERSION_ID             an archived version (jupyter store versions PATH lists them)
-  published:VERSION_ID   a published version
-REMOTE defaults to current and BASE to the newest archived version: with no refs, the
-diff shows what is on disk and not archived yet. Cells are numbered from 0: removed and
-changed cells as in BASE, added cells as in REMOTE. With --json, the server's answer:
-{path, base, diff, base_ref, remote_ref}, the diff in nbdime's format.
-
-Exit status, as diff's: 0 when the notebooks are equal, 1 when they differ, 2 on errors.
-
-${PATHS_NOTE}`,
-    flags: SERVER_FLAGS,
-    positionals: [1, 3],
-    positionalNames: ['PATH'],
+  published:VERSION_ID   a published version`,
+    server: true,
     failureStatus: 2,
-    async run({ values, positionals, io }) {
+    async run({ options, positionals, io }) {
       const [, base, remote] = positionals;
-      const client = createClient(values, io);
+      const client = createClient(options, io);
       const notebookPath = await serverPathArgument(client, positionals[0], io);
       const answer = await client.diff(notebookPath, { base, remote });
       return {
@@ -335,15 +304,11 @@ ${PATHS_NOTE}`,
     }
   },
   servers: {
-    usage: `Usage: jupyter store servers [options]
-
-List the running Jupyter servers, from their records in the Jupyter runtime directory
-($JUPYTER_RUNTIME_DIR, else runtime/ in the Jupyter data directory). A jupyter-store
-gateway is listed instead of the Jupyter Server behind it.
-`,
-    flags: OUTPUT_FLAGS,
-    positionals: [0, 0],
-    positionalNames: [],
+    summary: 'list the running Jupyter servers',
+    usage: '[options]',
+    description: `List the running Jupyter servers, from their records in the Jupyter runtime directory ($JUPYTER_RUNTIME_DIR, else runtime/ in the Jupyter data directory). A jupyter-store gateway is listed instead of the Jupyter Server behind it.`,
+    arguments: [],
+    server: false,
     async run({ io }) {
       const env = io.env ?? process.env;
       const runtimeDir = io.client?.runtimeDir ?? jupyterRuntimeDir(env);
@@ -353,12 +318,8 @@ gateway is listed instead of the Jupyter Server behind it.
   }
 };
 
-function createClient(
-  values: Record<string, string | boolean | undefined>,
-  io: IStoreCommandIO
-): StoreClient {
-  const url = values.url as string | undefined;
-  const token = values.token as string | undefined;
+function createClient(options: IStoreOptions, io: IStoreCommandIO): StoreClient {
+  const { url, token } = options;
   if (token !== undefined && url === undefined) {
     throw new UsageError('--token needs --url: the token belongs to the server named there');
   }
@@ -488,6 +449,57 @@ function errorJson(error: unknown, message: string): Record<string, unknown> {
 }
 
 namespace Private {
+  /**
+   * The commander command for a store command: its help, options and arguments, and an action
+   * that prints the result (JSON with `--json`) and sets the exit status. Usage errors are left
+   * to `line`; any other failure is reported here, as one line on stderr (and with `--json` as
+   * JSON on stdout too), with the command's failure status.
+   */
+  export function createCommand(
+    name: StoreCommandName,
+    spec: ICommand,
+    line: CommandLine,
+    io: IStoreCommandIO
+  ): Command {
+    const command = line
+      .configure(new Command(name), `jupyter-store ${name}`)
+      .summary(spec.summary)
+      .description(spec.description)
+      .usage(spec.usage);
+    for (const [argument, description] of spec.arguments) {
+      command.argument(argument, description);
+    }
+    for (const option of spec.options?.() ?? []) command.addOption(option);
+    if (spec.notes) command.addHelpText('after', `\n${spec.notes}`);
+    if (spec.server) {
+      command
+        .option(
+          '--url <URL>',
+          'the server (default: the one running this kernel or terminal, else the only one)'
+        )
+        .option('--token <TOKEN>', "the server's token (default: the one in its runtime record)")
+        .addHelpText('after', `\n${PATHS_NOTE}`);
+    }
+    command.option('--json', 'print JSON for scripts instead of text');
+    command.action(async () => {
+      const options = command.opts<IStoreOptions>();
+      try {
+        const result = await spec.run({ options, positionals: command.args, io });
+        io.stdout(options.json ? `${JSON.stringify(result.json, null, 2)}\n` : result.text);
+        line.status = result.status ?? 0;
+      } catch (error) {
+        if (error instanceof UsageError) throw error;
+        const message = describeError(error);
+        io.stderr(`jupyter-store ${name}: ${message}\n`);
+        if (options.json) {
+          io.stdout(`${JSON.stringify({ error: errorJson(error, message) }, null, 2)}\n`);
+        }
+        line.status = spec.failureStatus ?? 1;
+      }
+    });
+    return command;
+  }
+
   export function realpath(file: string): string {
     try {
       return fs.realpathSync(file);

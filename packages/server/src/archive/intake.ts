@@ -3,7 +3,8 @@ import type { Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { RootFs } from '../contents/rootFs';
-import { HttpError, hasErrorCode } from '../errors';
+import { hasErrorCode } from '../errors';
+import { httpErrors } from '../http/errorCatalogue';
 import type { Logger } from '../gateway/logger';
 import {
   fileStat,
@@ -214,11 +215,9 @@ export class ArchiveIntake implements IChangeSink {
     try {
       await this.saved(apiPath, bytes, 'gateway');
     } catch (error) {
-      throw new HttpError(
-        503,
+      throw httpErrors.archiveUnavailable(
         `${apiPath} was saved, but could not be queued for archiving ` +
-          `(${(error as Error).message}); save again to retry`,
-        'archive unavailable'
+          `(${(error as Error).message}); save again to retry`
       );
     }
   }

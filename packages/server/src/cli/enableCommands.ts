@@ -8,58 +8,16 @@ import {
   removePublishSwitch,
   writePublishSwitch
 } from '../settings/publishEnabled';
-import { describeFlags, parseFlags, UsageError, type FlagSpec } from './flags';
+import { UsageError } from '@jupyter-store/client';
 import { isDirectory, isExecutableFile } from '../fileChecks';
 
-const SCOPE_FLAGS = {
-  user: {
-    type: 'boolean',
-    help: 'for this user, in every environment (the Jupyter config directory)'
-  },
-  'sys-prefix': {
-    type: 'boolean',
-    help: "for this Python environment only ('<sys.prefix>/etc/jupyter')"
-  },
-  jupyter: {
-    type: 'string',
-    help: 'with --sys-prefix: the jupyter executable whose environment is meant',
-    value: 'PATH'
-  },
-  'sys-prefix-dir': {
-    type: 'string',
-    help: "with --sys-prefix: the environment's sys.prefix itself",
-    value: 'DIR'
-  },
-  help: { type: 'boolean', short: 'h', help: 'show this help' }
-} satisfies FlagSpec;
-
-const SCOPES_TEXT = `Exactly one of --user and --sys-prefix is required. --sys-prefix means the Python
-environment of --sys-prefix-dir DIR if given, else of the jupyter executable ('--jupyter PATH',
-else 'jupyter' on PATH, else the project's .venv, as 'jupyter-store lab' finds it; its sys.prefix
-is taken as the directory above the one holding it, symlinks resolved), else $VIRTUAL_ENV.`;
-
-export const ENABLE_USAGE = `Usage: jupyter-store enable --user|--sys-prefix [options]
-
-Enable publishing (PUT {base}api/store/publish/<path>), which is off by default. Writes
-<config dir>/jupyter_store_config.d/publish.json with {"StoreExtension": {"publish_enabled": true}}
-in the Jupyter config directory of the scope. A running jupyter-store picks it up at its next
-request; no restart is needed.
-
-${SCOPES_TEXT}
-
-Options:
-${describeFlags(SCOPE_FLAGS)}`;
-
-export const DISABLE_USAGE = `Usage: jupyter-store disable --user|--sys-prefix [options]
-
-Take back 'jupyter-store enable': removes <config dir>/jupyter_store_config.d/publish.json from
-the Jupyter config directory of the scope. Publishing stays on if another scope still enables it;
-the command says which.
-
-${SCOPES_TEXT}
-
-Options:
-${describeFlags(SCOPE_FLAGS)}`;
+/** The options of `enable` and `disable`, as the command line parses them (see `program.ts`). */
+export interface IScopeOptions {
+  user?: boolean;
+  sysPrefix?: boolean;
+  jupyter?: string;
+  sysPrefixDir?: string;
+}
 
 /** What the commands need from their surroundings; tests replace it. */
 export interface IEnableContext {
@@ -71,11 +29,14 @@ export interface IEnableContext {
   findJupyter?: (env: NodeJS.ProcessEnv) => string | null;
 }
 
-/** `jupyter-store enable --user|--sys-prefix`. */
-export function runEnable(argv: readonly string[], context: IEnableContext = {}): void {
+/**
+ * `jupyter-store enable --user|--sys-prefix`.
+ *
+ * @throws UsageError when the scope is missing or its environment cannot be found.
+ */
+export function runEnable(options: IScopeOptions, context: IEnableContext = {}): void {
   const write = context.write ?? (text => process.stdout.write(text));
-  const target = parseScope(argv, context, ENABLE_USAGE);
-  if (!target) return;
+  const target = resolveScope(options, context);
   const file = writePublishSwitch(target.configDir, true);
   write(`Publishing enabled ${target.description}: wrote ${file}\n`);
   const state = publishEnablement(target.sources);
@@ -89,11 +50,14 @@ export function runEnable(argv: readonly string[], context: IEnableContext = {})
   for (const problem of state.problems) write(`Warning: ${problem}; it counts as "off".\n`);
 }
 
-/** `jupyter-store disable --user|--sys-prefix`. */
-export function runDisable(argv: readonly string[], context: IEnableContext = {}): void {
+/**
+ * `jupyter-store disable --user|--sys-prefix`.
+ *
+ * @throws UsageError when the scope is missing or its environment cannot be found.
+ */
+export function runDisable(options: IScopeOptions, context: IEnableContext = {}): void {
   const write = context.write ?? (text => process.stdout.write(text));
-  const target = parseScope(argv, context, DISABLE_USAGE);
-  if (!target) return;
+  const target = resolveScope(options, context);
   const { file, removed } = removePublishSwitch(target.configDir);
   write(
     removed
@@ -122,36 +86,18 @@ interface IScopeTarget {
   sources: ISettingsSources;
 }
 
-/** Parse the flags and resolve the scope's config directory; undefined after `--help`. */
-function parseScope(
-  argv: readonly string[],
-  context: IEnableContext,
-  usage: string
-): IScopeTarget | undefined {
-  const { values } = parseFlags(argv, SCOPE_FLAGS);
-  if (values.help) {
-    (context.write ?? (text => process.stdout.write(text)))(usage);
-    return undefined;
-  }
+/**
+ * The scope's config directory. The command line has refused `--user` with `--sys-prefix`, and
+ * `--jupyter` with `--sys-prefix-dir`.
+ */
+function resolveScope(options: IScopeOptions, context: IEnableContext): IScopeTarget {
   const env = context.env ?? process.env;
-  const user = Boolean(values.user);
-  const sysPrefix = Boolean(values['sys-prefix']);
-  const jupyterFlag = values.jupyter as string | undefined;
-  const prefixFlag = values['sys-prefix-dir'] as string | undefined;
-  if (user === sysPrefix) {
-    throw new UsageError(
-      user
-        ? '--user and --sys-prefix cannot be combined; choose one scope'
-        : 'a scope is required: --user or --sys-prefix'
-    );
-  }
+  const { user, sysPrefix, jupyter: jupyterFlag, sysPrefixDir: prefixFlag } = options;
+  if (!user && !sysPrefix) throw new UsageError('a scope is required: --user or --sys-prefix');
   if (!sysPrefix && (jupyterFlag !== undefined || prefixFlag !== undefined)) {
     throw new UsageError(
       `--${jupyterFlag !== undefined ? 'jupyter' : 'sys-prefix-dir'} only goes with --sys-prefix`
     );
-  }
-  if (jupyterFlag !== undefined && prefixFlag !== undefined) {
-    throw new UsageError('--jupyter and --sys-prefix-dir cannot be combined; give one');
   }
   if (user) {
     // The environment only matters for the report (does another scope override?); best effort.
@@ -171,7 +117,7 @@ function parseScope(
 }
 
 /**
- * The Python environment (`sys.prefix`) that `--sys-prefix` means; see {@link SCOPES_TEXT}.
+ * The Python environment (`sys.prefix`) that `--sys-prefix` means (as `enable --help` says).
  * With `required`, failing to find one is a usage error; otherwise it is undefined.
  */
 function environmentPrefix(

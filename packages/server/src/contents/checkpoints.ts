@@ -3,7 +3,8 @@ import { constants as fsConstants, type Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { HttpError, hasErrorCode } from '../errors';
+import { hasErrorCode } from '../errors';
+import { httpErrors } from '../http/errorCatalogue';
 import { formatTimestamp } from './model';
 import { parentPath, baseName, splitExtension, type RootResolver } from './paths';
 import { RootFs } from './rootFs';
@@ -68,7 +69,7 @@ export class FileCheckpoints {
       } else await fs.mkdir(checkpointDir, { recursive: true });
     } catch (error) {
       if (hasErrorCode(error, 'EACCES', 'EPERM')) {
-        throw new HttpError(403, `Permission denied: ${apiPath}`, 'permission denied');
+        throw httpErrors.permissionDenied(`Permission denied: ${apiPath}`);
       }
       if (!hasErrorCode(error, 'ENOENT', 'ENOTDIR')) throw error;
     }
@@ -84,7 +85,7 @@ export class FileCheckpoints {
       read = await this.files.readFile(source);
     } catch (error) {
       if (hasErrorCode(error, 'ENOENT', 'EISDIR', 'ENOTDIR', 'ENOTREGULAR')) {
-        throw new HttpError(404, `No such file: ${apiPath}`, 'not found');
+        throw httpErrors.notFound(`No such file: ${apiPath}`);
       }
       throw error;
     }
@@ -176,7 +177,7 @@ export class FileCheckpoints {
   }
 
   private noSuchCheckpoint(apiPath: string, checkpointId: string): never {
-    throw new HttpError(404, `Checkpoint does not exist: ${apiPath}@${checkpointId}`, 'not found');
+    throw httpErrors.notFound(`Checkpoint does not exist: ${apiPath}@${checkpointId}`);
   }
 }
 

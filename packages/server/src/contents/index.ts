@@ -1,3 +1,3 @@
 export * from './manager';
-export * from './router';
+export * from './routes';
 export * from './paths';

@@ -4,6 +4,8 @@ import type { Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { HttpError, hasErrorCode } from '../errors';
+import { httpErrors } from '../http/errorCatalogue';
+import { errnoError } from '../http/errors';
 import { FileCheckpoints, CHECKPOINT_DIR } from './checkpoints';
 import { lstatOrUndefined, statOrUndefined } from './fileio';
 import { DEFAULT_HIDE_GLOBS, compileGlobs, isHidden, isItemHidden } from './hidden';
@@ -22,7 +24,7 @@ import {
   readNotebook,
   serializeNotebook,
   type NotebookNode
-} from './nbformat';
+} from '@jupyter-store/nbformat';
 import { baseName, joinApiPath, normalizeApiPath, parentPath, RootResolver } from './paths';
 import { RootFs, type IFileIdentity, type IWrittenFile, type PinnedDir } from './rootFs';
 import { moveToTrash } from './trash';
@@ -281,7 +283,7 @@ export class ContentsManager {
       const stats = await this.files.createExclusive(this.resolver.osPath(normalized));
       return { dev: stats.dev, ino: stats.ino };
     } catch (error) {
-      if (hasErrorCode(error, 'EOUTSIDEROOT')) throw toHttpError(error, normalized, 'creating');
+      if (hasErrorCode(error, 'EOUTSIDEROOT')) throw fileError(error, normalized, 'creating');
       throw error;
     }
   }
@@ -312,11 +314,7 @@ export class ContentsManager {
     const normalized = normalizeApiPath(apiPath);
     const lstats = await this.resolved(normalized, lstatOrUndefined);
     const osPath = this.resolver.osPath(normalized);
-    const notFound = new HttpError(
-      404,
-      `file or directory does not exist: '${normalized}'`,
-      'not found'
-    );
+    const notFound = httpErrors.notFound(`file or directory does not exist: '${normalized}'`);
     if (!lstats) throw notFound;
     const stats = lstats.isSymbolicLink() ? await statOrUndefined(osPath) : lstats;
     if (!this.allowHidden && (await isHidden(normalized, osPath, stats))) throw notFound;
@@ -324,10 +322,10 @@ export class ContentsManager {
     if (stats?.isDirectory()) {
       if (options.hash) {
         // Jupyter fails with a 500 here (its model check wants a hash no directory has).
-        throw new HttpError(400, `${normalized} is a directory, which has no hash`, 'bad hash');
+        throw httpErrors.badHash(`${normalized} is a directory, which has no hash`);
       }
       if (options.type && options.type !== 'directory') {
-        throw new HttpError(400, `${normalized} is a directory, not a ${options.type}`, 'bad type');
+        throw httpErrors.badType(`${normalized} is a directory, not a ${options.type}`);
       }
       return this.directoryModel(normalized, osPath, lstats, content);
     }
@@ -335,7 +333,7 @@ export class ContentsManager {
       return this.notebookModel(normalized, osPath, lstats, content, options.hash ?? false);
     }
     if (options.type === 'directory') {
-      throw new HttpError(400, `${normalized} is not a directory`, 'bad type');
+      throw httpErrors.badType(`${normalized} is not a directory`);
     }
     return this.fileModel(
       normalized,
@@ -404,20 +402,16 @@ export class ContentsManager {
 
   private async saveNow(apiPath: string, request: ISaveRequest): Promise<ContentsModel> {
     const normalized = normalizeApiPath(apiPath);
-    if (!request.type) throw new HttpError(400, 'No file type provided', 'bad request');
+    if (!request.type) throw httpErrors.badRequest('No file type provided');
     if (request.content === undefined && request.type !== 'directory') {
-      throw new HttpError(400, 'No file content provided', 'bad request');
+      throw httpErrors.badRequest('No file content provided');
     }
     const chunk = request.chunk;
     if (chunk !== undefined && chunk !== null && request.type !== 'file') {
-      throw new HttpError(
-        400,
-        `Only files may be uploaded in chunks, not ${request.type}`,
-        'bad request'
-      );
+      throw httpErrors.badRequest(`Only files may be uploaded in chunks, not ${request.type}`);
     }
     if (normalized === '' && request.type !== 'directory') {
-      throw new HttpError(400, 'Cannot save over the root directory', 'bad request');
+      throw httpErrors.badRequest('Cannot save over the root directory');
     }
     const osPath = await this.resolver.resolve(normalized);
     await this.checkParentDirectory(normalized);
@@ -458,11 +452,11 @@ export class ContentsManager {
       } else if (request.type === 'directory') {
         await this.saveDirectory(normalized, osPath);
       } else {
-        throw new HttpError(400, `Unhandled contents type: ${request.type}`, 'bad type');
+        throw httpErrors.badType(`Unhandled contents type: ${request.type}`);
       }
     } catch (error) {
       void signing?.written.catch(() => undefined);
-      throw toHttpError(error, normalized, 'saving');
+      throw fileError(error, normalized, 'saving');
     }
     // Whatever happens next, a signature that could not be committed is reported once.
     const signed = signing?.written.then(
@@ -488,11 +482,9 @@ export class ContentsManager {
         try {
           if ((await hook(event)) === true && this.journals.has(hook)) carried = true;
         } catch (error) {
-          throw new HttpError(
-            503,
+          throw httpErrors.archiveUnavailable(
             `${normalized} was saved, but could not be queued for archiving ` +
-              `(${(error as Error).message}); save again to retry`,
-            'archive unavailable'
+              `(${(error as Error).message}); save again to retry`
           );
         }
       }
@@ -506,7 +498,7 @@ export class ContentsManager {
         } catch (error) {
           // Removed (or its folder) since it was written: nothing of this save is left to sync.
           if (!hasErrorCode(error, 'ENOENT', 'ENOTDIR')) {
-            throw toHttpError(error, normalized, 'saving');
+            throw fileError(error, normalized, 'saving');
           }
         }
       }
@@ -520,7 +512,7 @@ export class ContentsManager {
   async newUntitled(directory: string, type = '', ext = ''): Promise<ContentsModel> {
     const normalized = normalizeApiPath(directory);
     if (!(await this.dirExists(normalized))) {
-      throw new HttpError(404, `No such directory: ${normalized}`, 'not found');
+      throw httpErrors.notFound(`No such directory: ${normalized}`);
     }
     const itemType = normalizeType(type) || (ext === '.ipynb' ? 'notebook' : 'file');
     let untitled: string;
@@ -571,12 +563,10 @@ export class ContentsManager {
     if (await this.dirExists(destination)) {
       target = joinApiPath(destination, await freeCopyName());
     } else if (!destinationGiven) {
-      throw new HttpError(404, `No such directory: ${destination}`, 'not found');
+      throw httpErrors.notFound(`No such directory: ${destination}`);
     } else if (destination.includes('/') && !(await this.dirExists(parentPath(destination)))) {
-      throw new HttpError(
-        404,
-        `No such parent directory: ${parentPath(destination)} to copy file in`,
-        'not found'
+      throw httpErrors.notFound(
+        `No such parent directory: ${parentPath(destination)} to copy file in`
       );
     }
     const copied = await this.save(target, {
@@ -593,27 +583,27 @@ export class ContentsManager {
     const from = normalizeApiPath(oldPath);
     const to = normalizeApiPath(newPath);
     if (from !== to) {
-      if (from === '') throw new HttpError(400, 'Cannot rename the root directory', 'bad request');
+      if (from === '') throw httpErrors.badRequest('Cannot rename the root directory');
       // Asked at once, answered in Jupyter's order: hidden names first, then where they lead.
       const hidden = Promise.all([this.isHidden(from), this.isHidden(to)]);
       const fromResolved = settledLater(this.resolver.resolve(from));
       const existingLooked = settledLater(this.resolved(to, lstatOrUndefined));
       if ((await hidden).includes(true)) {
-        throw new HttpError(400, `Cannot rename file or directory '${from}'`, 'hidden');
+        throw httpErrors.hiddenPath(`Cannot rename file or directory '${from}'`);
       }
       const fromOs = await fromResolved;
       const existing = await existingLooked;
       const toOs = this.resolver.osPath(to);
       if (existing && !(await sameFile(fromOs, toOs))) {
-        throw new HttpError(409, `File already exists: ${to}`, 'conflict');
+        throw httpErrors.conflict(`File already exists: ${to}`);
       }
       try {
         await this.files.rename(fromOs, toOs);
       } catch (error) {
         if (hasErrorCode(error, 'ENOENT')) {
-          throw new HttpError(404, `File or directory does not exist: ${from}`, 'not found');
+          throw httpErrors.notFound(`File or directory does not exist: ${from}`);
         }
-        if (!hasErrorCode(error, 'EXDEV')) throw toHttpError(error, from, 'renaming');
+        if (!hasErrorCode(error, 'EXDEV')) throw fileError(error, from, 'renaming');
         try {
           const stats = await fs.lstat(fromOs);
           if (stats.isDirectory()) await this.files.copyTree(fromOs, toOs);
@@ -626,7 +616,7 @@ export class ContentsManager {
           }
           await this.files.remove(fromOs);
         } catch (failure) {
-          throw toHttpError(failure, from, 'renaming');
+          throw fileError(failure, from, 'renaming');
         }
       }
       await this.checkpoints.renameAll(from, to);
@@ -638,17 +628,17 @@ export class ContentsManager {
   /** DELETE an item and its checkpoints. The root can't be deleted. */
   async delete(apiPath: string): Promise<void> {
     const normalized = normalizeApiPath(apiPath);
-    if (normalized === '') throw new HttpError(400, "Can't delete root", 'bad request');
+    if (normalized === '') throw httpErrors.badRequest("Can't delete root");
     const [stats, lstats] = await this.resolved(normalized, osPath =>
       Promise.all([statOrUndefined(osPath), lstatOrUndefined(osPath)])
     );
     const osPath = this.resolver.osPath(normalized);
     if (!this.allowHidden && (await isHidden(normalized, osPath, stats))) {
-      throw new HttpError(400, `Cannot delete file or directory '${normalized}'`, 'hidden');
+      throw httpErrors.hiddenPath(`Cannot delete file or directory '${normalized}'`);
     }
     // Existence follows symlinks, as Jupyter's os.path.exists: a dangling link is not there.
     if (!stats || !lstats) {
-      throw new HttpError(404, `File or directory does not exist: ${normalized}`, 'not found');
+      throw httpErrors.notFound(`File or directory does not exist: ${normalized}`);
     }
     try {
       if (this.deleteToTrash) {
@@ -658,20 +648,20 @@ export class ContentsManager {
           try {
             await fs.access(dir.entry(name), fs.constants.W_OK);
           } catch {
-            throw new HttpError(403, `Permission denied: ${normalized}`, 'permission denied');
+            throw httpErrors.permissionDenied(`Permission denied: ${normalized}`);
           }
           await moveToTrash(osPath, process.env, { from: dir.entry(name) });
         });
       } else if (lstats.isDirectory()) {
         if (!this.alwaysDeleteDir && (await this.isNonEmptyDirectory(osPath))) {
-          throw new HttpError(400, `Directory ${normalized} not empty`, 'not empty');
+          throw httpErrors.notEmpty(`Directory ${normalized} not empty`);
         }
         await this.files.remove(osPath);
       } else {
         await this.files.unlink(osPath);
       }
     } catch (error) {
-      throw toHttpError(error, normalized, 'deleting');
+      throw fileError(error, normalized, 'deleting');
     }
     await this.checkpoints.deleteAll(normalized);
     this.emitChanged({ action: 'delete', path: normalized });
@@ -749,7 +739,7 @@ export class ContentsManager {
     model.content = await this.files
       .inDirectory(osPath, dir => this.listChildren(apiPath, dir))
       .catch((error: unknown) => {
-        throw toHttpError(error, apiPath, 'listing');
+        throw fileError(error, apiPath, 'listing');
       });
     model.format = 'json';
     return model;
@@ -809,7 +799,7 @@ export class ContentsManager {
       if (format !== 'base64') {
         text = decodeUtf8(bytes);
         if (text === undefined && format === 'text') {
-          throw new HttpError(400, `${apiPath} is not UTF-8 encoded`, 'bad format');
+          throw httpErrors.badFormat(`${apiPath} is not UTF-8 encoded`);
         }
       }
       model.format = text === undefined ? 'base64' : 'text';
@@ -837,11 +827,7 @@ export class ContentsManager {
         parsed = readNotebook(bytes);
       } catch (error) {
         if (error instanceof NotebookParseError) {
-          throw new HttpError(
-            400,
-            `Unreadable Notebook: ${apiPath} ${error.message}`,
-            'unreadable notebook'
-          );
+          throw httpErrors.unreadableNotebook(`Unreadable Notebook: ${apiPath} ${error.message}`);
         }
         throw error;
       }
@@ -866,9 +852,9 @@ export class ContentsManager {
       return await this.files.readFile(osPath);
     } catch (error) {
       if (hasErrorCode(error, 'EISDIR', 'ENOENT', 'ENOTREGULAR')) {
-        throw new HttpError(400, `Cannot read non-file ${apiPath}`, 'bad type');
+        throw httpErrors.badType(`Cannot read non-file ${apiPath}`);
       }
-      throw toHttpError(error, apiPath, 'reading');
+      throw fileError(error, apiPath, 'reading');
     }
   }
 
@@ -893,10 +879,8 @@ export class ContentsManager {
   }> {
     if (![1, 2, 3, 4].includes(notebook.nbformat)) {
       const found = JSON.stringify(notebook.nbformat) ?? 'missing';
-      throw new HttpError(
-        400,
-        `Unsupported notebook: 'nbformat' must be an integer from 1 to 4, not ${found}`,
-        'bad notebook'
+      throw httpErrors.badNotebook(
+        `Unsupported notebook: 'nbformat' must be an integer from 1 to 4, not ${found}`
       );
     }
     try {
@@ -910,11 +894,7 @@ export class ContentsManager {
       if (error instanceof HttpError) throw error;
       const detail =
         error instanceof RangeError ? 'it is nested too deeply' : (error as Error).message;
-      throw new HttpError(
-        400,
-        `The notebook model of ${apiPath} cannot be written: ${detail}`,
-        'bad notebook'
-      );
+      throw httpErrors.badNotebook(`The notebook model of ${apiPath} cannot be written: ${detail}`);
     }
   }
 
@@ -951,21 +931,20 @@ export class ContentsManager {
 
   private async saveDirectory(apiPath: string, osPath: string): Promise<void> {
     if (await this.isHidden(apiPath)) {
-      throw new HttpError(400, `Cannot create directory '${apiPath}'`, 'hidden');
+      throw httpErrors.hiddenPath(`Cannot create directory '${apiPath}'`);
     }
     await this.files.atEntry(osPath, async (dir, name) => {
       const stats = await statOrUndefined(dir.entry(name));
       // A symlink to nothing is not a free name: nothing is created through it.
       if (!stats && !(await lstatOrUndefined(dir.entry(name)))) await fs.mkdir(dir.entry(name));
-      else if (!stats?.isDirectory())
-        throw new HttpError(400, `Not a directory: ${apiPath}`, 'bad type');
+      else if (!stats?.isDirectory()) throw httpErrors.badType(`Not a directory: ${apiPath}`);
     });
   }
 
   private async checkParentDirectory(apiPath: string): Promise<void> {
     const parent = parentPath(apiPath);
     if (apiPath !== '' && !(await this.dirExists(parent))) {
-      throw new HttpError(404, `No such directory: ${parent}`, 'not found');
+      throw httpErrors.notFound(`No such directory: ${parent}`);
     }
   }
 
@@ -973,25 +952,21 @@ export class ContentsManager {
     const fromOs = await this.resolver.resolve(source);
     const toOs = await this.resolver.resolve(target);
     const size = await this.files.treeSize(fromOs).catch((error: unknown) => {
-      throw toHttpError(error, source, 'copying');
+      throw fileError(error, source, 'copying');
     });
     if (size > this.maxCopyFolderBytes) {
-      throw new HttpError(
-        400,
-        `Can't copy folders larger than ${this.maxCopyFolderBytes / 1024 / 1024}MB, "${source}" is ${size} bytes`,
-        'too large'
+      throw httpErrors.folderTooLarge(
+        `Can't copy folders larger than ${this.maxCopyFolderBytes / 1024 / 1024}MB, "${source}" is ${size} bytes`
       );
     }
     try {
       // Symlinks inside the root are followed, those that lead out are left out.
       await this.files.copyTree(fromOs, toOs);
     } catch (error) {
-      if (hasErrorCode(error, 'EOUTSIDEROOT')) throw toHttpError(error, source, 'copying');
-      throw new HttpError(
-        400,
-        `Can't copy '${source}' into read-only Folder '${target}'`,
-        toReason(error)
-      );
+      if (hasErrorCode(error, 'EOUTSIDEROOT')) throw fileError(error, source, 'copying');
+      throw httpErrors.copyFailed(`Can't copy '${source}' into read-only Folder '${target}'`, {
+        cause: error
+      });
     }
     return this.get(target, { content: false });
   }
@@ -1094,7 +1069,7 @@ export function normalizeType(type: unknown): '' | ContentsType {
 
 function asNotebook(content: unknown): NotebookNode {
   if (typeof content !== 'object' || content === null || Array.isArray(content)) {
-    throw new HttpError(400, 'Notebook content must be a JSON object', 'bad request');
+    throw httpErrors.badRequest('Notebook content must be a JSON object');
   }
   return content as NotebookNode;
 }
@@ -1105,33 +1080,20 @@ function decodeFileContent(
   format: string | null | undefined
 ): Buffer {
   if (format !== 'text' && format !== 'base64') {
-    throw new HttpError(
-      400,
-      "Must specify format of file contents as 'text' or 'base64'",
-      'bad format'
-    );
+    throw httpErrors.badFormat("Must specify format of file contents as 'text' or 'base64'");
   }
   if (typeof content !== 'string') {
-    throw new HttpError(
-      400,
-      `Encoding error saving ${apiPath}: content must be a string`,
-      'bad format'
-    );
+    throw httpErrors.badFormat(`Encoding error saving ${apiPath}: content must be a string`);
   }
   if (format === 'text') {
     // Python refuses to encode lone surrogates; Buffer.from would silently replace them.
     if (!content.isWellFormed()) {
-      throw new HttpError(
-        400,
-        `Encoding error saving ${apiPath}: lone surrogate in the text`,
-        'bad format'
-      );
+      throw httpErrors.badFormat(`Encoding error saving ${apiPath}: lone surrogate in the text`);
     }
     return Buffer.from(content, 'utf8');
   }
   const bytes = decodeBase64Lenient(content);
-  if (!bytes)
-    throw new HttpError(400, `Encoding error saving ${apiPath}: invalid base64`, 'bad format');
+  if (!bytes) throw httpErrors.badFormat(`Encoding error saving ${apiPath}: invalid base64`);
   return bytes;
 }
 
@@ -1167,45 +1129,16 @@ function settledLater<T>(promise: Promise<T>): Promise<T> {
   return promise;
 }
 
-function toReason(error: unknown): string {
-  return hasErrorCode(error, 'EACCES', 'EPERM') ? 'permission denied' : 'copy failed';
-}
-
-/** Map file-system errors to Jupyter's statuses: permission problems are 403, the rest pass. */
-export function toHttpError(error: unknown, apiPath: string, action: string): Error {
+/**
+ * A file-system failure as Jupyter answers it, by the one errno table; a failure the table does
+ * not know is a 500 that names the action and the API path, never the OS path.
+ */
+function fileError(error: unknown, apiPath: string, action: string): Error {
   if (error instanceof HttpError) return error;
-  if (hasErrorCode(error, 'EOUTSIDEROOT')) {
-    return new HttpError(404, `${apiPath} is outside root contents directory`, 'outside root');
-  }
-  if (hasErrorCode(error, 'EDANGLINGLINK')) {
-    return new HttpError(
-      400,
-      `${apiPath} is a symlink to a file that does not exist; nothing is written through it`,
-      'dangling symlink'
-    );
-  }
-  if (hasErrorCode(error, 'ELOOP')) {
-    return new HttpError(404, `${apiPath} is a symlink loop`, 'bad path');
-  }
-  if (hasErrorCode(error, 'ENOTREGULAR')) {
-    return new HttpError(400, `${apiPath} is not a regular file`, 'bad type');
-  }
-  if (hasErrorCode(error, 'EACCES', 'EPERM', 'EROFS')) {
-    return new HttpError(403, `Permission denied: ${apiPath}`, 'permission denied');
-  }
-  if (hasErrorCode(error, 'ENOENT', 'ENOTDIR')) {
-    return new HttpError(404, `No such file or directory: ${apiPath}`, 'not found');
-  }
-  if (hasErrorCode(error, 'EISDIR')) {
-    return new HttpError(400, `${apiPath} is a directory`, 'bad type');
-  }
-  if (hasErrorCode(error, 'ENAMETOOLONG')) {
-    return new HttpError(400, `The name ${apiPath} is too long`, 'name too long');
-  }
-  if (hasErrorCode(error, 'ENOSPC', 'EDQUOT')) {
-    return new HttpError(507, `No space left on the device while ${action} ${apiPath}`, 'no space');
-  }
-  return new HttpError(500, `Unexpected error while ${action} file: ${apiPath}`, 'unexpected');
+  return (
+    errnoError(error, apiPath, action) ??
+    httpErrors.unexpected(`Unexpected error while ${action} file: ${apiPath}`, { cause: error })
+  );
 }
 
 namespace Private {

@@ -1,6 +1,7 @@
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { HttpError, hasErrorCode } from '../errors';
+import { httpErrors } from '../http/errorCatalogue';
 
 /**
  * API paths are `/`-separated, relative to the contents root, with no leading or trailing slash
@@ -52,25 +53,21 @@ export function joinApiPath(...parts: string[]): string {
 export function checkApiPath(apiPath: string): string {
   const normalized = normalizeApiPath(apiPath);
   if (normalized.includes('\0')) {
-    throw new HttpError(
-      404,
-      'The path contains a NUL byte and is not a valid path',
-      'invalid path'
-    );
+    throw httpErrors.badPath('The path contains a NUL byte and is not a valid path');
   }
   if (normalized === '') return normalized;
   if (Buffer.byteLength(normalized) > MAX_PATH_BYTES) {
-    throw new HttpError(400, 'The path is too long', 'name too long');
+    throw httpErrors.nameTooLong('The path is too long');
   }
   for (const segment of normalized.split('/')) {
     if (segment === '..' || segment === '.') {
-      throw new HttpError(404, `${normalized} is outside root contents directory`, 'outside root');
+      throw httpErrors.outsideRoot(`${normalized} is outside root contents directory`);
     }
     if (segment === '') {
-      throw new HttpError(404, `${normalized} is not a valid path: empty segment`, 'invalid path');
+      throw httpErrors.badPath(`${normalized} is not a valid path: empty segment`);
     }
     if (Buffer.byteLength(segment) > MAX_NAME_BYTES) {
-      throw new HttpError(400, `The name ${segment.slice(0, 40)}… is too long`, 'name too long');
+      throw httpErrors.nameTooLong(`The name ${segment.slice(0, 40)}… is too long`);
     }
   }
   return normalized;
@@ -106,10 +103,8 @@ export class RootResolver {
       try {
         const real = await fs.realpath(probe);
         if (!isInside(real, realRoot)) {
-          throw new HttpError(
-            404,
-            `${normalizeApiPath(apiPath)} is outside root contents directory`,
-            'outside root'
+          throw httpErrors.outsideRoot(
+            `${normalizeApiPath(apiPath)} is outside root contents directory`
           );
         }
         return osPath;
@@ -117,7 +112,7 @@ export class RootResolver {
         if (error instanceof HttpError) throw error;
         if (!hasErrorCode(error, 'ENOENT', 'ENOTDIR')) {
           if (hasErrorCode(error, 'ELOOP')) {
-            throw new HttpError(404, `${normalizeApiPath(apiPath)} is a symlink loop`, 'bad path');
+            throw httpErrors.badPath(`${normalizeApiPath(apiPath)} is a symlink loop`);
           }
           if (hasErrorCode(error, 'EACCES', 'EPERM')) return osPath;
           throw error;

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { constants as fsConstants, type Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { HttpError, hasErrorCode } from '../errors';
+import { hasErrorCode } from '../errors';
+import { httpErrors } from '../http/errorCatalogue';
 
 /**
  * File operations that stay inside one directory (the contents root, `fs_cloning_basedir`, …)
@@ -647,7 +648,7 @@ export async function writeAtomicIn(
   options: IWriteOptions = {}
 ): Promise<IWrittenFile> {
   if (existing?.isDirectory()) {
-    throw new HttpError(400, `${name} is a directory`, 'bad type');
+    throw httpErrors.badType(`${name} is a directory`);
   }
   const durable = options.durable !== false;
   // The temporary name is short and fixed in shape, so the longest legal target name still fits.

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type * as http from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { HttpError } from '../errors';
+import type { HttpError } from '../errors';
+import { httpErrors } from '../http/errorCatalogue';
 import { sendError } from '../http/errors';
 import type { Logger } from './logger';
 import { checkHost, checkOrigin, checkXsrf, requestOrigin, submittedXsrfToken } from './security';
@@ -297,11 +298,7 @@ export function requireMethodPermission(resource: JupyterResource): RequestHandl
 
 /** Jupyter's refusal message for an unauthorized action, with our reason. */
 function notAuthorized(resource: JupyterResource, action: JupyterAction): HttpError {
-  return new HttpError(
-    403,
-    `User is not authorized to ${action} on resource: ${resource}.`,
-    'not authorized'
-  );
+  return httpErrors.notAuthorized(`User is not authorized to ${action} on resource: ${resource}.`);
 }
 
 export namespace Authenticator {
@@ -378,13 +375,13 @@ export function requireJupyterAuth(
 ): RequestHandler {
   return (request: Request, response: Response, next: NextFunction) => {
     if (!checkHost(request.headers.host, checks)) {
-      sendError(response, 403, 'Forbidden: this Host is not allowed', 'host not allowed');
+      sendError(response, httpErrors.hostNotAllowed('Forbidden: this Host is not allowed'));
       return;
     }
     authenticator.authenticate(request).then(
       authentication => {
         if (!authentication) {
-          sendError(response, 403, 'Forbidden: authentication required', 'not authenticated');
+          sendError(response, httpErrors.notAuthenticated('Forbidden: authentication required'));
           return;
         }
         const skipOriginCheck =
@@ -400,7 +397,7 @@ export function requireJupyterAuth(
         const unsafe = !['GET', 'HEAD', 'OPTIONS'].includes(request.method);
         if (unsafe && !authentication.tokenAuthenticated && !checks.disableCheckXsrf) {
           if (!skipOriginCheck && !checkOrigin(origin)) {
-            sendError(response, 404, 'Not Found', 'cross-origin request blocked');
+            sendError(response, httpErrors.crossOriginBlocked('Not Found'));
             return;
           }
           const query = new URL(request.originalUrl, 'http://gateway.invalid').searchParams;
@@ -409,12 +406,12 @@ export function requireJupyterAuth(
             submitted: submittedXsrfToken(query, request.headers)
           });
           if (!xsrf.ok) {
-            sendError(response, 403, xsrf.message, 'xsrf');
+            sendError(response, httpErrors.xsrf(xsrf.message));
             return;
           }
         }
         if (!skipOriginCheck && !checkOrigin(origin)) {
-          sendError(response, 404, 'Not Found', 'cross-origin request blocked');
+          sendError(response, httpErrors.crossOriginBlocked('Not Found'));
           return;
         }
         request.jupyterAuth = authentication;
@@ -422,7 +419,7 @@ export function requireJupyterAuth(
       },
       (error: unknown) => {
         if (error instanceof UpstreamAuthUnavailable) {
-          sendError(response, 503, error.message, 'upstream unavailable');
+          sendError(response, httpErrors.upstreamUnavailable(error.message));
         } else {
           next(error);
         }

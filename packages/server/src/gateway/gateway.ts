@@ -4,16 +4,16 @@ import type * as net from 'node:net';
 import express, { type Express, type RequestHandler } from 'express';
 import { createNotary, normalizeBaseUrl } from '../app';
 import { ContentsManager } from '../contents/manager';
-import { createContentsRouter } from '../contents/router';
+import { contentsApi } from '../contents/routes';
 import { jupyterDataDir } from '../contents/trust';
-import { errorHandler, sendError } from '../http/errors';
+import { sendError } from '../http/errors';
+import { requirePageAuth } from '../pages/pageAuth';
+import { assemble, type ISurface } from './assemble';
 import {
   Authenticator,
   DEFAULT_REQUEST_CHECKS,
   requireJupyterAuth,
-  requireMethodPermission,
-  type IRequestChecks,
-  type JupyterResource
+  type IRequestChecks
 } from './auth';
 import { logRequest, type Logger } from './logger';
 import type { ContentsBackend } from './contentsBackend';
@@ -21,9 +21,9 @@ import { UpstreamProxy } from './proxy';
 import type { UpstreamAddress } from './upstream';
 
 /**
- * The one front door: answers the contents API (and, as they are added, the store API and the
- * landing pages) itself, behind Jupyter's own authentication, and passes everything else, HTTP
- * and websockets, to the Jupyter Server behind it.
+ * The one front door: answers its surfaces itself (the contents API, and the store API and the
+ * clone pages once `startGateway` adds them), behind Jupyter's own authentication, and passes
+ * everything else, HTTP and websockets, to the Jupyter Server behind it.
  *
  * #### Notes
  * Requests are dispatched on the raw path before express sees them, so proxied traffic is never
@@ -53,20 +53,20 @@ export class Gateway {
     });
     this.checks = { ...DEFAULT_REQUEST_CHECKS, ...options.checks };
     this.requireAuth = requireJupyterAuth(this.authenticator, this.checks);
+    this._requirePageAuth = requirePageAuth({
+      authenticator: this.authenticator,
+      checks: this.checks,
+      baseUrl: this.baseUrl
+    });
     this.app = express();
     this.app.disable('x-powered-by');
     this.app.set('etag', false);
     this.app.set('case sensitive routing', true);
     this.app.set('strict routing', true);
-    this._errorHandler = errorHandler((message, error) => this.log.error({ err: error }, message));
     this.contentsBackend = options.contentsBackend ?? 'node';
     this._contentsPrefix = `${this.baseUrl}api/contents`;
     if (this.contentsBackend === 'node') {
-      this.mount(
-        'api/contents',
-        createContentsRouter({ manager: this.manager, baseUrl: this.baseUrl }),
-        { resource: 'contents' }
-      );
+      this.serve(contentsApi({ manager: this.manager, baseUrl: this.baseUrl }));
     }
     const timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
     this._apiCsp = `frame-ancestors 'self'; report-uri ${this.baseUrl}api/security/csp-report; default-src 'none'`;
@@ -99,7 +99,7 @@ export class Gateway {
   readonly contentsBackend: ContentsBackend;
   /** Asks the upstream who a caller is. */
   readonly authenticator: Authenticator;
-  /** Middleware guarding a route as Jupyter guards its API handlers. */
+  /** Middleware guarding an API route as Jupyter guards its API handlers. */
   readonly requireAuth: RequestHandler;
   /** The Host, Origin and XSRF settings in force (public routes make their own checks with them). */
   readonly checks: IRequestChecks;
@@ -113,24 +113,15 @@ export class Gateway {
   }
 
   /**
-   * Mount another router of ours at `{base}<relativePath>`, behind Jupyter's auth unless
-   * `public` (landing pages do their own redirect to the login page). With `resource`, every
-   * request also needs its method's action on it (GET and HEAD `read`, others `write`), as
-   * Jupyter's own handlers of that resource; routers without it check per route (see
-   * `ASKED_PERMISSIONS` in `auth.ts`).
+   * Serve a surface of ours at `{base}<surface.prefix>` (see `gateway/assemble.ts`): its routes
+   * behind Jupyter's auth, an API's for every request, a page's login redirect for the pages
+   * that need a permission, each route asking its own permission.
    */
-  mount(
-    relativePath: string,
-    router: RequestHandler,
-    options: { public?: boolean; resource?: JupyterResource } = {}
-  ): void {
-    const prefix = `${this.baseUrl}${relativePath.replace(/^\/+|\/+$/g, '')}`;
+  serve(surface: ISurface): void {
+    const prefix = `${this.baseUrl}${surface.prefix.replace(/^\/+|\/+$/g, '')}`;
     this._ownedPrefixes.push(prefix);
-    if (options.public) this.app.use(prefix, router, this._errorHandler);
-    else if (options.resource) {
-      const authorize = requireMethodPermission(options.resource);
-      this.app.use(prefix, this.requireAuth, authorize, router, this._errorHandler);
-    } else this.app.use(prefix, this.requireAuth, router, this._errorHandler);
+    const authenticate = surface.kind === 'api' ? this.requireAuth : this._requirePageAuth;
+    this.app.use(prefix, assemble(surface, { authenticate, log: this.log }));
   }
 
   /**
@@ -273,7 +264,7 @@ export class Gateway {
   private readonly _upgradedSockets = new Set<net.Socket>();
   private readonly _inFlight = new Set<http.ServerResponse>();
   private _closing: Promise<void> | undefined;
-  private readonly _errorHandler: express.ErrorRequestHandler;
+  private readonly _requirePageAuth: RequestHandler;
 }
 
 export namespace Gateway {

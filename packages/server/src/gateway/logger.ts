@@ -1,11 +1,10 @@
 import pino from 'pino';
+import type { LogLevel } from './logLevels';
 
 /** The structured logger every gateway module writes to (pino: one JSON object per line). */
 export type Logger = pino.Logger;
 
-/** The levels a user can ask for with `--log-level`. */
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
+export { LOG_LEVELS, type LogLevel } from './logLevels';
 
 /**
  * Credentials can reach a log line only by mistake; these paths are censored anyway, so that a

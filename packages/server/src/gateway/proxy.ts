@@ -1,6 +1,8 @@
 import * as http from 'node:http';
 import type * as net from 'node:net';
 import { createProxyServer, type ProxyServer } from 'http-proxy-3';
+import { httpErrors } from '../http/errorCatalogue';
+import { errorBody } from '../http/errors';
 import type { Logger } from './logger';
 import { describeUpstream, type UpstreamAddress } from './upstream';
 
@@ -26,16 +28,14 @@ const HOP_BY_HOP = new Set([
 ]);
 
 /** The body of every "upstream down" answer. */
-const UNAVAILABLE_BODY = JSON.stringify({
-  message: 'The Jupyter server behind jupyter-store is not reachable',
-  reason: 'upstream unavailable'
-});
+const UNAVAILABLE_ERROR = httpErrors.upstreamUnavailable(
+  'The Jupyter server behind jupyter-store is not reachable'
+);
 
 /** The body of the answer when the upstream hung up on a request without answering it. */
-const HUNG_UP_BODY = JSON.stringify({
-  message: 'The Jupyter server behind jupyter-store closed the connection without answering',
-  reason: 'upstream closed'
-});
+const HUNG_UP_ERROR = httpErrors.upstreamClosed(
+  'The Jupyter server behind jupyter-store closed the connection without answering'
+);
 
 /** Errors of a connection the upstream closed while the request body was still being sent. */
 const HUNG_UP = new Set(['EPIPE', 'ECONNRESET']);
@@ -224,8 +224,9 @@ export class UpstreamProxy {
     // Node's HTTP client drops an answer the upstream sent just before hanging up when sending
     // the rest of the body fails first: say what is known (it hung up), not "not reachable".
     const hungUp = !request.complete && HUNG_UP.has((error as NodeJS.ErrnoException).code ?? '');
-    const body = hungUp ? HUNG_UP_BODY : UNAVAILABLE_BODY;
-    response.writeHead(hungUp ? 502 : 503, {
+    const answer = hungUp ? HUNG_UP_ERROR : UNAVAILABLE_ERROR;
+    const body = errorBody(answer);
+    response.writeHead(answer.status, {
       'Content-Type': 'application/json',
       'Content-Length': Buffer.byteLength(body)
     });

@@ -1,4 +1,4 @@
-import { HttpError } from '../errors';
+import { httpErrors } from './errorCatalogue';
 
 /** What a zod schema offers: `safeParse` with the issues of a failure. */
 export interface ISafeParser<T> {
@@ -22,5 +22,5 @@ export function parseRequest<T>(
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const field = issue.path.map(String).join('.') || 'body';
-  throw new HttpError(400, describe(field, issue.message), 'bad request');
+  throw httpErrors.badRequest(describe(field, issue.message));
 }

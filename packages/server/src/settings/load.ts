@@ -8,6 +8,10 @@ import {
   type StoreSettingName,
   type StoreSettings
 } from './storeSettings';
+import { SettingsError } from './settingsError';
+
+export { SettingsError } from './settingsError';
+export { splitSettingsFlags } from './commandLine';
 
 /** The file name looked for in every Jupyter config directory. */
 export const CONFIG_FILE_NAME = 'jupyter_store_config.json';
@@ -20,18 +24,6 @@ export const ENVIRONMENT_VARIABLES: Readonly<Record<string, StoreSettingName>> =
   STORE_OBJECT_REGION_NAME: 'object_region_name',
   STORE_OBJECT_BUCKET: 'object_bucket'
 };
-
-/** A settings value that cannot be used: start-up stops with this, naming field and source. */
-export class SettingsError extends Error {
-  constructor(
-    readonly field: string,
-    readonly source: string,
-    reason: string
-  ) {
-    super(`StoreSettings.${field} (from ${source}) ${reason}`);
-    this.name = 'SettingsError';
-  }
-}
 
 /** Where settings come from, besides the defaults. */
 export interface ISettingsSources extends IJupyterPathContext {
@@ -124,32 +116,6 @@ export function loadStoreSettings(sources: ISettingsSources = {}): {
     );
   }
   return { settings: withDefaultDirectories(parsed.data, sources), origins };
-}
-
-/**
- * Split `--StoreSettings.<name>=<value>` (and `--StoreSettings.<name> <value>`) out of a command
- * line, as traitlets reads them; the rest is returned for the command's own flags.
- */
-export function splitSettingsFlags(argv: readonly string[]): {
-  flags: Record<string, string>;
-  rest: string[];
-} {
-  const flags: Record<string, string> = {};
-  const rest: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const match = /^--StoreSettings\.([A-Za-z_][A-Za-z0-9_]*)(?:=(.*))?$/s.exec(argv[i]);
-    if (!match) {
-      rest.push(argv[i]);
-      continue;
-    }
-    const value = match[2] ?? argv[i + 1];
-    if (value === undefined) {
-      throw new SettingsError(match[1], 'the command line', 'needs a value');
-    }
-    if (match[2] === undefined) i++;
-    flags[match[1]] = value;
-  }
-  return { flags, rest };
 }
 
 /** The embedded store's and the journal's default places, in the Jupyter data directory. */

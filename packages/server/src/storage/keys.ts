@@ -2,7 +2,7 @@
  * How objects are named: keys joined from a prefix and a path, `s3://` paths, and the naming
  * rules both object stores enforce alike (bucket names, user metadata).
  */
-import { ObjectStoreError } from './objectStore';
+import { ObjectStoreError } from './objectStoreError';
 
 /**
  * The object key of `path` below `prefix`.

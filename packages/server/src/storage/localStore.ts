@@ -27,6 +27,7 @@ import {
   checksumMismatchError,
   checkVersionPageLimit,
   describeStoreTarget,
+  listLatestOperation,
   tooLargeError,
   type IPutOptions,
   type IStoreTarget
@@ -110,15 +111,12 @@ export class LocalObjectStore implements IObjectStore {
       const header = await this._write(
         bucket,
         key,
-        versionId => ({
-          key,
-          versionId,
+        {
           size: body.length,
           etag: `"${createHash('md5').update(body).digest('hex')}"`,
           contentType: options.contentType ?? 'application/octet-stream',
-          metadata,
-          lastModified: Private.versionTime(versionId)
-        }),
+          metadata
+        },
         body
       );
       return { versionId: header.versionId, etag: header.etag };
@@ -136,14 +134,7 @@ export class LocalObjectStore implements IObjectStore {
       const header = await this._write(
         bucket,
         key,
-        versionId => ({
-          key,
-          versionId,
-          size: 0,
-          metadata: {},
-          lastModified: Private.versionTime(versionId),
-          deleteMarker: true
-        }),
+        { size: 0, metadata: {}, deleteMarker: true },
         Buffer.alloc(0)
       );
       return { versionId: header.versionId };
@@ -294,7 +285,7 @@ export class LocalObjectStore implements IObjectStore {
    * holds nothing between pages but one shard's directory names.
    */
   async *listLatest(bucket: string, prefix: string): AsyncGenerator<IObjectSummary> {
-    const target = { operation: Private.listOperation(prefix), bucket };
+    const target = { operation: listLatestOperation(prefix), bucket };
     Private.checkTarget(target);
     checkObjectPrefix(prefix);
     const objects = path.join(this._bucketDirectory(bucket), 'objects');
@@ -455,14 +446,14 @@ export class LocalObjectStore implements IObjectStore {
   private async _write(
     bucket: string,
     key: string,
-    header: (versionId: string) => Private.IHeader,
+    fields: Private.IHeaderFields,
     body: Buffer
   ): Promise<Private.IHeader> {
     await this._requireBucket(bucket);
     const directory = this._keyDirectory(bucket, key);
     return this._serialize(directory, async () => {
       await Private.makeDirectoryDurably(directory);
-      const written = header(Private.nextVersionId());
+      const written = Private.newHeader(key, Private.nextVersionId(), fields);
       await writeFileAtomic(
         path.join(directory, Private.versionFileName(written.versionId)),
         Private.encodeVersion(written, body)
@@ -537,6 +528,24 @@ namespace Private {
     readonly lastModified: number;
     /** True on a delete marker. */
     readonly deleteMarker?: boolean;
+  }
+
+  /** What a writer says of a new version; the key, the id and the time are the store's. */
+  export type IHeaderFields = Omit<IHeader, 'key' | 'versionId' | 'lastModified'>;
+
+  /**
+   * The header of a new version, its fields in the order the format has always written them
+   * (the header's JSON is part of the version file).
+   */
+  export function newHeader(key: string, versionId: string, fields: IHeaderFields): IHeader {
+    const { deleteMarker, ...rest } = fields;
+    return {
+      key,
+      versionId,
+      ...rest,
+      lastModified: versionTime(versionId),
+      ...(deleteMarker === undefined ? {} : { deleteMarker })
+    };
   }
 
   /** First bytes of every object version file; a later format gets a new magic. */
@@ -838,13 +847,6 @@ namespace Private {
       throw new RangeError(`A listing page size must be a positive integer, not ${size}`);
     }
     return size;
-  }
-
-  /** The operation of a `listLatest` call, for messages: names the prefix when there is one. */
-  export function listOperation(prefix: string): string {
-    return prefix === ''
-      ? 'list the objects of'
-      : `list the objects below "${displayable(prefix)}" of`;
   }
 
   /**

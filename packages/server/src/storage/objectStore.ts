@@ -1,4 +1,5 @@
 import { displayable } from './keys';
+import { ObjectStoreError } from './objectStoreError';
 /**
  * One interface over the object stores jupyter-store writes to: S3 and S3-compatible servers
  * (through the AWS SDK) and the embedded local versioned store. Every write creates a new
@@ -115,44 +116,8 @@ export interface IBucketCheck {
   readonly versioning: 'Enabled' | 'Suspended' | 'Disabled';
 }
 
-/**
- * The ways an object-store call fails, as the gateway maps them: to HTTP statuses for the store
- * API, and to "retry" or "stop and re-authenticate" for the archive queue.
- */
-export type ObjectStoreErrorKind =
-  /** The bucket, key or version does not exist (404). */
-  | 'not-found'
-  /** The credentials are refused or lack permission (403). */
-  | 'access-denied'
-  /** The request itself is wrong, e.g. a malformed version id (400). */
-  | 'bad-request'
-  /** The object is larger than the reader's `maxBytes`; its read was stopped (413). */
-  | 'too-large'
-  /** The store could not be reached or answered with a server error; worth retrying (502/503). */
-  | 'unavailable';
-
-/** A failed object-store call, with a message fit for users (never a credential). */
-export class ObjectStoreError extends Error {
-  constructor(
-    readonly kind: ObjectStoreErrorKind,
-    message: string,
-    /** The store's own error code (`NoSuchKey`, `AccessDenied`, `ECONNREFUSED` …), for logs. */
-    readonly code: string,
-    /**
-     * True when the call may have taken effect although it failed (a timeout or a cut
-     * connection after the request was sent): a retried put could then make a duplicate.
-     */
-    readonly ambiguous = false
-  ) {
-    super(message);
-    this.name = 'ObjectStoreError';
-  }
-
-  /** Transient failures are retried; the others need a change of configuration. */
-  get retryable(): boolean {
-    return this.kind === 'unavailable';
-  }
-}
+// Its own module, so that `keys.ts` (which this module uses) can raise it without a cycle.
+export { ObjectStoreError, type ObjectStoreErrorKind } from './objectStoreError';
 
 /** What one call of a store addresses, for its error messages. */
 export interface IStoreTarget {
@@ -169,6 +134,13 @@ export function describeStoreTarget(target: IStoreTarget): string {
   return target.versionId === undefined
     ? where
     : `version "${displayable(target.versionId)}" of ${where}`;
+}
+
+/** The operation of a `listLatest` call, for messages: names the prefix when there is one. */
+export function listLatestOperation(prefix: string): string {
+  return prefix === ''
+    ? 'list the objects of'
+    : `list the objects below "${displayable(prefix)}" of`;
 }
 
 /** A read of `target` refused or stopped because the version is over `maxBytes`. */

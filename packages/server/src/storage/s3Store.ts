@@ -33,6 +33,7 @@ import {
   checkSha256,
   checkVersionPageLimit,
   describeStoreTarget,
+  listLatestOperation,
   tooLargeError,
   type IStoreTarget
 } from './objectStore';
@@ -380,7 +381,7 @@ export class S3ObjectStore implements IObjectStore {
    * caller has consumed the one before.
    */
   async *listLatest(bucket: string, prefix: string): AsyncGenerator<IObjectSummary> {
-    const target = { operation: Private.listOperation(prefix), bucket };
+    const target = { operation: listLatestOperation(prefix), bucket };
     Private.checkTarget(target);
     checkObjectPrefix(prefix);
     let token: string | undefined;
@@ -1023,13 +1024,6 @@ namespace Private {
       chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     }
     return Buffer.concat(chunks, total);
-  }
-
-  /** The operation of a `listLatest` call, for messages: names the prefix when there is one. */
-  export function listOperation(prefix: string): string {
-    return prefix === ''
-      ? 'list the objects of'
-      : `list the objects below "${displayable(prefix)}" of`;
   }
 
   /** One entry of a ListObjectVersions page: a version or a delete marker, with its key. */

@@ -21,11 +21,10 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Router } from 'express';
-import { addCloneRoutes } from '../../src/api/clone';
 import { Archiving } from '../../src/archive/archiving';
 import { Gateway } from '../../src/gateway/gateway';
 import { createLogger } from '../../src/gateway/logger';
+import { mountStoreApi } from '../../src/gateway/start';
 import { EMBEDDED_BUCKET, StoreSettingsSchema } from '../../src/settings';
 import { FakeUpstream } from '../support/fakeUpstream';
 import {
@@ -83,9 +82,9 @@ class Raw {
 }
 
 /**
- * A gateway with the clone routes at `api/store`, archiving through `Archiving.start` with these
- * settings (store and journal in a fresh directory unless given). `fs_cloning_basedir` is the
- * symlink `<dir>/base-link` to `<dir>/base` unless given.
+ * A gateway with the store API (the clone routes among them) at `api/store`, archiving through
+ * `Archiving.start` with these settings (store and journal in a fresh directory unless given).
+ * `fs_cloning_basedir` is the symlink `<dir>/base-link` to `<dir>/base` unless given.
  */
 async function startEnv(
   settings: Record<string, unknown> = {},
@@ -115,9 +114,7 @@ async function startEnv(
     log,
     { backoff: { baseMs: 50, capMs: 500 } }
   );
-  const router = Router({ caseSensitive: true, strict: true });
-  addCloneRoutes(router, { archiving, manager: gateway.manager, log, ...options });
-  gateway.mount('api/store', router);
+  mountStoreApi(gateway, { archiving, log, publishEnabled: () => false, ...options });
   const { port } = await gateway.listen(0, '127.0.0.1');
   cleanups.push(async () => {
     await gateway.close({ drainTimeoutMs: 100 });
@@ -199,8 +196,8 @@ const BAD_TARGETS: Array<[unknown, number, string | RegExp]> = [
   ['missing/x.txt', 409, 'missing parent directory'],
   ['missing/deeper/x.txt', 409, 'missing parent directory'],
   ['file.txt/x.txt', 409, 'missing parent directory'],
-  ['outlink/x.txt', 400, 'outside root'],
-  ['outlink/inner/x.txt', 400, 'outside root'],
+  ['outlink/x.txt', 400, 'target outside root'],
+  ['outlink/inner/x.txt', 400, 'target outside root'],
   ['', 400, 'bad request'],
   [5, 400, 'bad request'],
   [true, 400, 'bad request'],

@@ -16,14 +16,9 @@ import { patch, type JSONValue } from '@jupyter-store/diff';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FakeUpstream } from '../support/fakeUpstream';
-import { CLI, labDefaults, startGatewayProcess, type IGatewayProcess } from '../support/gateway';
-import {
-  createVersionedBucket,
-  s3ClientFor,
-  startMinio,
-  type IObjectServer
-} from '../support/objectServers';
+import type { FakeUpstream } from '../support/fakeUpstream';
+import { useArchivingLab } from '../support/archivingLab';
+import { CLI, startServeGateway, type IGatewayProcess } from '../support/gateway';
 import { runCli, terminalEnv } from '../client/storeCli';
 
 jest.setTimeout(180_000);
@@ -112,7 +107,7 @@ function patched(answer: NotebookDiff): JSONValue {
 }
 
 describe('the diff API and jupyter store diff, with MinIO', () => {
-  let minio: IObjectServer;
+  const lab = useArchivingLab({ bucket: BUCKET });
   let s3: S3Client;
   let gateway: IGatewayProcess;
   /** The archived versions of `report.ipynb`, oldest first. */
@@ -176,20 +171,7 @@ describe('the diff API and jupyter store diff, with MinIO', () => {
   }
 
   beforeAll(async () => {
-    minio = await startMinio();
-    await createVersionedBucket(minio, BUCKET);
-    s3 = s3ClientFor(minio);
-    gateway = await startGatewayProcess({
-      args: [
-        ...labDefaults(),
-        `--StoreSettings.object_endpoint_url=${minio.endpoint}`,
-        `--StoreSettings.object_bucket=${BUCKET}`
-      ],
-      env: {
-        STORE_OBJECT_ACCESS_KEY_ID: minio.accessKeyId,
-        STORE_OBJECT_SECRET_ACCESS_KEY: minio.secretAccessKey
-      }
-    });
+    ({ s3, gateway } = lab);
     for (const content of SAVES) {
       await save('report.ipynb', content);
       // One version a save: each is archived before the next is written.
@@ -210,12 +192,6 @@ describe('the diff API and jupyter store diff, with MinIO', () => {
     });
     expect(published.status).toBe(200);
     publishedVersion = PublishResultSchema.parse(published.body).object_version_id!;
-  });
-
-  afterAll(async () => {
-    await gateway?.stop();
-    s3?.destroy();
-    await minio?.dispose();
   });
 
   describe('GET api/store/diff/{path}', () => {
@@ -492,7 +468,9 @@ describe('the diff API and jupyter store diff, with MinIO', () => {
       expect(notebookless.stderr).toContain('HTTP 422, not a notebook');
       const usage = await diffCommand();
       expect(usage.status).toBe(2);
-      expect(usage.stderr).toContain('missing PATH');
+      expect(usage.stderr).toBe(
+        "jupyter-store diff: missing required argument 'path' (see --help)\n"
+      );
     });
   });
 });
@@ -502,19 +480,9 @@ describe('the diff API when object storage is not usable', () => {
   let gateway: IGatewayProcess;
 
   beforeAll(async () => {
-    upstream = new FakeUpstream();
-    const address = await upstream.listen({ port: 0 });
-    if (address.kind !== 'tcp') throw new Error('the stand-in listens on TCP');
-    gateway = await startGatewayProcess({
-      command: 'serve',
-      args: [
-        '--upstream',
-        `http://127.0.0.1:${address.port}`,
-        '--token',
-        'good',
-        '--StoreSettings.object_endpoint_url=http://127.0.0.1:9'
-      ]
-    });
+    ({ upstream, gateway } = await startServeGateway({
+      args: ['--StoreSettings.object_endpoint_url=http://127.0.0.1:9']
+    }));
     writeFileSync(join(gateway.rootDir, 'a.ipynb'), JSON.stringify(SAVES[0]));
   });
 

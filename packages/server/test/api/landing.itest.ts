@@ -12,14 +12,8 @@ import * as http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { launchChromium } from '../support/browser';
-import { labDefaults, startGatewayProcess, type IGatewayProcess } from '../support/gateway';
-import {
-  createVersionedBucket,
-  s3ClientFor,
-  startMinio,
-  type IObjectServer
-} from '../support/objectServers';
+import { useArchivingLab } from '../support/archivingLab';
+import type { IGatewayProcess } from '../support/gateway';
 
 jest.setTimeout(180_000);
 
@@ -28,8 +22,6 @@ const BASE = '/jl/';
 /** Lab's first load is slow on a small machine. */
 const LAB_LOAD_MS = 90_000;
 
-let minio: IObjectServer;
-let s3: S3Client;
 let gateway: IGatewayProcess;
 let browser: Browser | undefined;
 /** A temporary directory with the fs-clone base (`base/`) and a file outside it. */
@@ -57,13 +49,11 @@ function notebook(marker: string): Buffer {
   );
 }
 
-beforeAll(async () => {
-  const [minioStarted, launched] = await Promise.allSettled([startMinio(), launchChromium()]);
-  if (launched.status === 'fulfilled') browser = launched.value;
-  if (minioStarted.status === 'rejected') throw minioStarted.reason;
-  minio = minioStarted.value;
-  s3 = s3ClientFor(minio);
-  await createVersionedBucket(minio, BUCKET);
+/**
+ * Two versions of `shared/analysis.ipynb` and a CSV file in the bucket, and the fs-clone base
+ * beside a file outside it, before the gateway starts.
+ */
+async function seed(s3: S3Client): Promise<void> {
   for (const marker of ['first version', 'second version']) {
     const bytes = notebook(marker);
     const put = await s3.send(
@@ -80,29 +70,24 @@ beforeAll(async () => {
   await writeFile(join(work, 'base', 'course', 'lesson.ipynb'), notebook('lesson'));
   await writeFile(join(work, 'secret.txt'), 'outside the base\n');
   await symlink(join(work, 'secret.txt'), join(work, 'base', 'escape.txt'));
+}
 
-  gateway = await startGatewayProcess({
-    args: [
-      ...labDefaults(),
-      '--base-url',
-      BASE,
-      `--StoreSettings.object_endpoint_url=${minio.endpoint}`,
-      `--StoreSettings.object_bucket=${BUCKET}`,
-      `--StoreSettings.fs_cloning_basedir=${join(work, 'base')}`
-    ],
-    env: {
-      STORE_OBJECT_ACCESS_KEY_ID: minio.accessKeyId,
-      STORE_OBJECT_SECRET_ACCESS_KEY: minio.secretAccessKey
-    }
-  });
-  if (launched.status === 'rejected') throw launched.reason;
+const lab = useArchivingLab({
+  bucket: BUCKET,
+  browser: true,
+  gateway: async ({ s3 }) => {
+    await seed(s3);
+    return {
+      args: ['--base-url', BASE, `--StoreSettings.fs_cloning_basedir=${join(work, 'base')}`]
+    };
+  }
+});
+
+beforeAll(() => {
+  ({ gateway, browser } = lab);
 });
 
 afterAll(async () => {
-  await browser?.close().catch(() => undefined);
-  await gateway?.stop();
-  s3?.destroy();
-  await minio?.dispose();
   if (work) await rm(work, { recursive: true, force: true });
 });
 

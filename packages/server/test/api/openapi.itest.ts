@@ -739,9 +739,9 @@ describe('jupyter-store lab archiving to MinIO, under --base-url /jupyter/', () 
       expectError(
         await publish('x.ipynb', { json: { type: 'file', content: 'text' } }),
         415,
-        'not a notebook'
+        'notebook required'
       );
-      expectError(await publish('x.txt', { json: model }), 415, 'not a notebook');
+      expectError(await publish('x.txt', { json: model }), 415, 'notebook required');
       const encoded = await publish('x.ipynb', {
         json: model,
         headers: { 'Content-Encoding': 'x-unknown' }

@@ -4,7 +4,6 @@
  * and the store API router with the publish route added, against the embedded store and MinIO.
  */
 import { StoreInfoSchema, VersionListingSchema } from '@jupyter-store/contract';
-import { Router } from 'express';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import { mkdtemp } from 'node:fs/promises';
@@ -12,11 +11,11 @@ import * as net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PublishResultSchema } from '@jupyter-store/contract';
-import { createStoreApiRouter } from '../../src/api/storeApi';
 import { Archiving } from '../../src/archive/archiving';
 import { runDisable, runEnable } from '../../src/cli/enableCommands';
 import { Gateway } from '../../src/gateway/gateway';
 import { createLogger } from '../../src/gateway/logger';
+import { mountStoreApi } from '../../src/gateway/start';
 import { StoreSettingsSchema } from '../../src/settings';
 import { isPublishEnabled } from '../../src/settings/publishEnabled';
 import { FakeUpstream } from '../support/fakeUpstream';
@@ -47,10 +46,7 @@ async function freshDir(name: string): Promise<string> {
   return dir;
 }
 
-/**
- * The wiring the CLI will do: `createStoreApiRouter` plus `addPublishRoutes` on the same router,
- * mounted at `api/store` behind Jupyter's auth.
- */
+/** The store API as `startGateway` mounts it (`mountStoreApi`), behind Jupyter's auth. */
 async function startPublishGateway(
   values: Record<string, unknown>,
   publishEnabled: () => boolean
@@ -73,12 +69,7 @@ async function startPublishGateway(
   });
   const archiving = await Archiving.start(settings, gateway.manager, log);
   gateway.onShutdown(() => archiving.close());
-  const router: Router = createStoreApiRouter({
-    archiving,
-    publishEnabled,
-    maxPublishBodyBytes: BODY_LIMIT
-  });
-  gateway.mount('api/store', router);
+  mountStoreApi(gateway, { archiving, publishEnabled, maxPublishBodyBytes: BODY_LIMIT });
   const { port } = await gateway.listen(0, '127.0.0.1');
   let closed = false;
   const close = async (): Promise<void> => {
@@ -366,7 +357,7 @@ describe.each(['embedded', 'minio'] as const)('publish with the %s store', kind 
     const response = await publish(gateway, path, body);
     expect(response.status).toBe(415);
     const json = response.json();
-    expect(json.reason).toBe('not a notebook');
+    expect(json.reason).toBe('notebook required');
     expect(json.message).toMatch(/^Only notebooks can be published/);
     expect(json.message).toMatch(message);
   });
@@ -607,9 +598,9 @@ describe('publish: enabled and disabled by the CLI, without a restart', () => {
     const gateway = await startPublishGateway({}, () => isPublishEnabled({ env }));
     const quiet = { env, write: () => undefined, findJupyter: () => null };
     expect((await publish(gateway, 'cli.ipynb', notebookModel())).status).toBe(403);
-    runEnable(['--user'], quiet);
+    runEnable({ user: true }, quiet);
     expect((await publish(gateway, 'cli.ipynb', notebookModel())).status).toBe(200);
-    runDisable(['--user'], quiet);
+    runDisable({ user: true }, quiet);
     expect((await publish(gateway, 'cli.ipynb', notebookModel())).status).toBe(403);
     await gateway.close();
   });

@@ -21,9 +21,9 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
-import { launchChromium } from '../support/browser';
+import { useArchivingLab } from '../support/archivingLab';
 import { ecosystemLabDefaults } from '../support/ecosystem';
-import { startGatewayProcess, type IGatewayProcess } from '../support/gateway';
+import type { IGatewayProcess } from '../support/gateway';
 import {
   cellEditor,
   describeHistory,
@@ -44,12 +44,7 @@ import {
   writeLabSettings,
   type IHistoryEntry
 } from '../support/lab';
-import {
-  createVersionedBucket,
-  s3ClientFor,
-  startMinio,
-  type IObjectServer
-} from '../support/objectServers';
+import type { IObjectServer } from '../support/objectServers';
 
 jest.setTimeout(180_000);
 
@@ -226,60 +221,43 @@ const INITIAL_NOTEBOOK =
     1
   ) + '\n';
 
-beforeAll(async () => {
-  const [minio, rootDir] = await Promise.all([
-    startMinio(),
-    mkdtemp(join(tmpdir(), 'collaboration-root-'))
-  ]);
-  started.minio = minio;
-  started.rootDir = rootDir;
-  started.client = s3ClientFor(minio);
-  await createVersionedBucket(minio, BUCKET);
-  // In the root before the gateway starts: its first scan archives it.
-  await writeFile(join(rootDir, NAME), INITIAL_NOTEBOOK);
-  const [gateway, browser] = await Promise.allSettled([
-    startGatewayProcess({
-      rootDir,
-      args: [
-        ...ecosystemLabDefaults(),
-        `--StoreSettings.object_endpoint_url=${minio.endpoint}`,
-        `--StoreSettings.object_bucket=${BUCKET}`,
-        '--StoreSettings.archive_retry_max_seconds=2'
-      ],
-      env: {
-        STORE_OBJECT_ACCESS_KEY_ID: minio.accessKeyId,
-        STORE_OBJECT_SECRET_ACCESS_KEY: minio.secretAccessKey
-      }
-    }),
-    launchChromium()
-  ]);
-  if (gateway.status === 'fulfilled') started.gateway = gateway.value;
-  if (browser.status === 'fulfilled') started.browser = browser.value;
-  if (gateway.status === 'rejected') throw gateway.reason;
-  if (browser.status === 'rejected') throw browser.reason;
-  await writeLabSettings(gateway.value);
-}, 150_000);
-
+// Declared before the gateway's teardown, so that the page closes first.
 afterAll(async () => {
   await started.lab?.close();
-  await started.browser?.close().catch(() => undefined);
-  const code = await started.gateway?.stop('SIGTERM', 30_000);
-  // A clean exit stopped Jupyter; otherwise its process group (detached) may still run.
-  const upstreamPid = started.gateway?.record.upstream_pid;
-  if (code !== undefined && code !== 0 && upstreamPid) {
-    try {
-      process.kill(-upstreamPid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
+});
+
+const rig = useArchivingLab({
+  bucket: BUCKET,
+  browser: true,
+  timeoutMs: 150_000,
+  gateway: async () => {
+    const rootDir = (started.rootDir = await mkdtemp(join(tmpdir(), 'collaboration-root-')));
+    // In the root before the gateway starts: its first scan archives it.
+    await writeFile(join(rootDir, NAME), INITIAL_NOTEBOOK);
+    return {
+      rootDir,
+      defaults: ecosystemLabDefaults(),
+      args: ['--StoreSettings.archive_retry_max_seconds=2']
+    };
   }
-  started.client?.destroy();
-  await started.minio?.dispose();
+});
+
+beforeAll(async () => {
+  Object.assign(started, {
+    minio: rig.server,
+    client: rig.s3,
+    gateway: rig.gateway,
+    browser: rig.browser
+  });
+  await writeLabSettings(rig.gateway);
+});
+
+afterAll(async () => {
   if (started.rootDir) await rm(started.rootDir, { recursive: true, force: true });
   console.log(
-    `collaboration figures: ${JSON.stringify({ ...figures, gatewayExit: code }, null, 2)}`
+    `collaboration figures: ${JSON.stringify({ ...figures, gatewayExit: rig.exitCode }, null, 2)}`
   );
-}, 90_000);
+});
 
 describe('real-time collaboration through the gateway, archived to MinIO', () => {
   test('the initial notebook is archived by the first scan', async () => {

@@ -32,14 +32,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ArchiveJournal } from '../../src/archive/journal';
-import { labDefaults, startGatewayProcess, type IGatewayProcess } from '../support/gateway';
 import {
-  createVersionedBucket,
-  s3ClientFor,
-  startMinio,
-  startVersitygw,
-  type IObjectServer
-} from '../support/objectServers';
+  startArchivingGateway,
+  useObjectServer,
+  type IArchivingGatewayOptions
+} from '../support/archivingLab';
+import { killUpstreamGroup, stopGatewayAndJupyter, type IGatewayProcess } from '../support/gateway';
+import { createVersionedBucket, type IObjectServer } from '../support/objectServers';
 
 jest.setTimeout(240_000);
 
@@ -315,60 +314,30 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** SIGKILL the hidden Jupyter's whole process group (it runs detached from the gateway's). */
-function killUpstreamGroup(gateway: IGatewayProcess): void {
-  const pid = gateway.record.upstream_pid;
-  if (!pid || !isAlive(pid)) return;
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
-
 /** Gateways started by the current test; stopped (and their Jupyter killed) after it. */
 const gateways: IGatewayProcess[] = [];
 /** Directories made by the current test; removed after it. */
 const scratchDirs: string[] = [];
 
-interface IArchivingGatewayOptions {
-  accessKeyId?: string;
-  secretAccessKey?: string;
-  rootDir?: string;
-  args?: string[];
-  env?: NodeJS.ProcessEnv;
-}
-
-async function startArchivingGateway(
+/**
+ * A gateway archiving to `bucket` (see {@link startArchivingGateway}) that retries soon after an
+ * outage; stopped after the test.
+ */
+async function startTestGateway(
   server: IObjectServer,
   bucket: string,
   options: IArchivingGatewayOptions = {}
 ): Promise<IGatewayProcess> {
-  const gateway = await startGatewayProcess({
-    args: [
-      ...labDefaults(),
-      `--StoreSettings.object_endpoint_url=${server.endpoint}`,
-      `--StoreSettings.object_bucket=${bucket}`,
-      '--StoreSettings.archive_retry_max_seconds=2',
-      ...(options.args ?? [])
-    ],
-    env: {
-      STORE_OBJECT_ACCESS_KEY_ID: options.accessKeyId ?? server.accessKeyId,
-      STORE_OBJECT_SECRET_ACCESS_KEY: options.secretAccessKey ?? server.secretAccessKey,
-      ...options.env
-    },
-    rootDir: options.rootDir
+  const gateway = await startArchivingGateway(server, bucket, {
+    ...options,
+    args: ['--StoreSettings.archive_retry_max_seconds=2', ...(options.args ?? [])]
   });
   gateways.push(gateway);
   return gateway;
 }
 
 async function cleanUpTest(): Promise<void> {
-  for (const gateway of gateways.splice(0)) {
-    const code = await gateway.stop('SIGTERM', 15_000);
-    // A clean exit stopped Jupyter; anything else may have left it running.
-    if (code !== 0) killUpstreamGroup(gateway);
-  }
+  for (const gateway of gateways.splice(0)) await stopGatewayAndJupyter(gateway, 15_000);
   for (const dir of scratchDirs.splice(0)) await rm(dir, { recursive: true, force: true });
 }
 
@@ -389,7 +358,7 @@ async function outageScenario(
   counts: { warmUp: number; baseline: number; outage: number; paths: number }
 ): Promise<Record<string, unknown>> {
   await createVersionedBucket(server, bucket);
-  const gateway = await startArchivingGateway(server, bucket);
+  const gateway = await startTestGateway(server, bucket);
   const paths = Array.from({ length: counts.paths }, (_, i) => `outage-${i}.ipynb`);
   const savesByPath = new Map<string, ISaveResult[]>(paths.map(path => [path, []]));
   let index = 0;
@@ -444,23 +413,18 @@ async function outageScenario(
 }
 
 describe('archive faults against MinIO', () => {
+  const rig = useObjectServer();
   let minio: IObjectServer;
   let client: S3Client;
 
-  beforeAll(async () => {
-    minio = await startMinio();
-    client = s3ClientFor(minio);
+  beforeAll(() => {
+    ({ server: minio, s3: client } = rig);
   });
 
   afterEach(async () => {
     await cleanUpTest();
     // A test that failed during an outage must not leave the next one without storage.
     if (minio && !minio.running) await minio.restart();
-  });
-
-  afterAll(async () => {
-    client?.destroy();
-    await minio?.dispose();
   });
 
   test('storage stopped during 100 saves, then started again: saves stay fast, all arrive in order', async () => {
@@ -494,7 +458,7 @@ describe('archive faults against MinIO', () => {
       ]
     };
 
-    const first = await startArchivingGateway(minio, bucket, options);
+    const first = await startTestGateway(minio, bucket, options);
     await minio.stop();
     const paths = ['kill-0.ipynb', 'kill-1.ipynb', 'kill-2.ipynb'];
     const savesByPath = new Map<string, ISaveResult[]>(paths.map(path => [path, []]));
@@ -514,7 +478,7 @@ describe('archive faults against MinIO', () => {
     expect(await pendingRecords(journalDir)).toBe(30);
 
     await minio.restart();
-    const second = await startArchivingGateway(minio, bucket, options);
+    const second = await startTestGateway(minio, bucket, options);
     const expected = new Map(paths.map(path => [`${PREFIX}/${path}`, 10]));
     expect(await waitForVersions(client, bucket, expected, 60_000)).toBe(true);
     expect(await waitUntil(async () => (await pendingRecords(journalDir)) === 0, 10_000)).toBe(
@@ -553,7 +517,7 @@ describe('archive faults against MinIO', () => {
       args: [`--StoreSettings.journal_dir=${join(work, 'journal')}`]
     };
     const journalDir = join(work, 'journal');
-    const first = await startArchivingGateway(minio, bucket, options);
+    const first = await startTestGateway(minio, bucket, options);
     const saved = new Map<string, ISaveResult[]>();
     const saveOf = async (gateway: IGatewayProcess, path: string): Promise<ISaveResult> => {
       const saves = saved.get(path) ?? [];
@@ -606,7 +570,7 @@ describe('archive faults against MinIO', () => {
     await writeFile(join(rootDir, 'rewritten.ipynb'), laterBytes);
 
     await minio.restart();
-    const second = await startArchivingGateway(minio, bucket, options);
+    const second = await startTestGateway(minio, bucket, options);
     for (const path of ['renamed-back.ipynb', 'torn.ipynb', 'created.ipynb']) {
       const last = saved.get(path)!.at(-1)!.disk!;
       expect({ path, bytes: (await readFile(join(rootDir, path))).toString('utf8') }).toEqual({
@@ -657,7 +621,7 @@ describe('archive faults against MinIO', () => {
     const startedAt = Date.now();
     const bucket = 'faults-concurrent';
     await createVersionedBucket(minio, bucket);
-    const gateway = await startArchivingGateway(minio, bucket);
+    const gateway = await startTestGateway(minio, bucket);
     const hot = 'hot.ipynb';
     // The file exists (with its first checkpoint) before the concurrent saves start.
     const initial = await save(gateway, newLabel(hot, 0), true);
@@ -762,7 +726,7 @@ describe('archive faults against MinIO', () => {
       const bucket = `faults-creds-${randomBytes(3).toString('hex')}`;
       await createVersionedBucket(minio, bucket);
       const { accessKeyId, secretAccessKey } = credentials();
-      const gateway = await startArchivingGateway(minio, bucket, { accessKeyId, secretAccessKey });
+      const gateway = await startTestGateway(minio, bucket, { accessKeyId, secretAccessKey });
       const saves: ISaveResult[] = [];
       for (let n = 0; n < 5; n++) saves.push(await save(gateway, newLabel('creds.ipynb', n), true));
       expect(saves.map(result => result.status)).toEqual([201, 200, 200, 200, 200]);
@@ -798,22 +762,17 @@ describe('archive faults against MinIO', () => {
 });
 
 describe('archive faults against versitygw', () => {
+  const rig = useObjectServer({ kind: 'versitygw' });
   let versitygw: IObjectServer;
   let client: S3Client;
 
-  beforeAll(async () => {
-    versitygw = await startVersitygw();
-    client = s3ClientFor(versitygw);
+  beforeAll(() => {
+    ({ server: versitygw, s3: client } = rig);
   });
 
   afterEach(async () => {
     await cleanUpTest();
     if (versitygw && !versitygw.running) await versitygw.restart();
-  });
-
-  afterAll(async () => {
-    client?.destroy();
-    await versitygw?.dispose();
   });
 
   test('storage stopped during 30 saves, then started again: saves stay fast, all arrive in order', async () => {

@@ -6,8 +6,7 @@
 import {
   GetObjectCommand,
   ListObjectVersionsCommand,
-  type ObjectVersion,
-  type S3Client
+  type ObjectVersion
 } from '@aws-sdk/client-s3';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -15,34 +14,24 @@ import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { startArchivingGateway, useObjectServer } from '../support/archivingLab';
 import { ecosystemBin } from '../support/ecosystem';
-import { labDefaults, startGatewayProcess, type IGatewayProcess } from '../support/gateway';
+import type { IGatewayProcess } from '../support/gateway';
 import { withKernel } from '../support/kernel';
-import {
-  createVersionedBucket,
-  s3ClientFor,
-  startMinio,
-  type IObjectServer
-} from '../support/objectServers';
+import { createVersionedBucket } from '../support/objectServers';
 
 const run = promisify(execFile);
 
-let minio: IObjectServer;
-let s3: S3Client;
 const gateways: IGatewayProcess[] = [];
 const scratch: string[] = [];
 
-beforeAll(async () => {
-  minio = await startMinio();
-  s3 = s3ClientFor(minio);
-});
-
+// Declared before MinIO's teardown, so that the gateways stop while it still runs.
 afterAll(async () => {
   for (const gateway of gateways.splice(0)) await gateway.stop('SIGTERM', 15_000);
   for (const dir of scratch.splice(0)) await rm(dir, { recursive: true, force: true });
-  s3?.destroy();
-  await minio?.dispose();
 });
+
+const shared = useObjectServer();
 
 /** A notebook with one code cell holding `source`, as nbformat writes it. */
 function notebook(source: string, outputs: unknown[] = []): string {
@@ -82,21 +71,11 @@ async function startArchiving(
   options: { bucket?: string; journalDir?: string; args?: string[] } = {}
 ): Promise<{ gateway: IGatewayProcess; bucket: string; journalDir: string }> {
   const bucket = options.bucket ?? `writers-${randomUUID().slice(0, 8)}`;
-  if (!options.bucket) await createVersionedBucket(minio, bucket);
+  if (!options.bucket) await createVersionedBucket(shared.server, bucket);
   const journalDir = options.journalDir ?? (await scratchDir('journal'));
-  const gateway = await startGatewayProcess({
+  const gateway = await startArchivingGateway(shared.server, bucket, {
     rootDir,
-    args: [
-      ...labDefaults(),
-      `--StoreSettings.object_endpoint_url=${minio.endpoint}`,
-      `--StoreSettings.object_bucket=${bucket}`,
-      `--StoreSettings.journal_dir=${journalDir}`,
-      ...(options.args ?? [])
-    ],
-    env: {
-      STORE_OBJECT_ACCESS_KEY_ID: minio.accessKeyId,
-      STORE_OBJECT_SECRET_ACCESS_KEY: minio.secretAccessKey
-    }
+    args: [`--StoreSettings.journal_dir=${journalDir}`, ...(options.args ?? [])]
   });
   gateways.push(gateway);
   return { gateway, bucket, journalDir };
@@ -112,11 +91,13 @@ type HistoryEntry = { versionId: string; body: string | null; metadata: Record<s
 
 /** Every version and delete marker of a key, oldest first. */
 async function history(bucket: string, key: string): Promise<HistoryEntry[]> {
-  const listed = await s3.send(new ListObjectVersionsCommand({ Bucket: bucket, Prefix: key }));
+  const listed = await shared.s3.send(
+    new ListObjectVersionsCommand({ Bucket: bucket, Prefix: key })
+  );
   const entries: Array<{ at: number; entry: HistoryEntry }> = [];
   const versions = (listed.Versions ?? []).filter(version => version.Key === key);
   for (const version of versions as ObjectVersion[]) {
-    const object = await s3.send(
+    const object = await shared.s3.send(
       new GetObjectCommand({ Bucket: bucket, Key: key, VersionId: version.VersionId })
     );
     entries.push({
@@ -147,7 +128,7 @@ async function history(bucket: string, key: string): Promise<HistoryEntry[]> {
 
 /** Every key under `workspace/` that has any version or delete marker. */
 async function archivedKeys(bucket: string): Promise<string[]> {
-  const listed = await s3.send(
+  const listed = await shared.s3.send(
     new ListObjectVersionsCommand({ Bucket: bucket, Prefix: 'workspace/' })
   );
   const keys = new Set<string>();

@@ -210,7 +210,7 @@ describe('discovery with a gateway, its hidden Jupyter Server, a plain server an
         '  const store = new StoreClient();',
         '  const listing = await store.versions();',
         '  const oldest = listing.workspace.versions[listing.workspace.versions.length - 1];',
-        '  const model = await store.clone({',
+        '  const model = await store.cloneObject({',
         '    key: listing.workspace.object_key,',
         '    versionId: oldest.object_version_id,',
         "    targetPath: 'restored.ipynb'",

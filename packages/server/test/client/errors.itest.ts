@@ -9,8 +9,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PublishResultSchema } from '@jupyter-store/contract';
+import { useArchivingLab } from '../support/archivingLab';
 import { CLI, labDefaults, startGatewayProcess, type IGatewayProcess } from '../support/gateway';
-import { createVersionedBucket, startMinio, type IObjectServer } from '../support/objectServers';
 import { runCli, saveNotebook, terminalEnv } from './storeCli';
 
 jest.setTimeout(180_000);
@@ -27,7 +27,7 @@ async function closedPort(): Promise<number> {
 }
 
 describe('failures of jupyter store commands against a gateway with MinIO', () => {
-  let minio: IObjectServer;
+  const lab = useArchivingLab({ bucket: BUCKET });
   let gateway: IGatewayProcess;
   const scratch: string[] = [];
 
@@ -41,26 +41,25 @@ describe('failures of jupyter store commands against a gateway with MinIO', () =
     return dir;
   }
 
+  /**
+   * Run `jupyter store …args` from a terminal (with `runtimeDir` as its runtime directory if
+   * given): it must fail with exit status 1, saying `stderr` and nothing on stdout.
+   */
+  async function expectFailure(args: string[], stderr: string, runtimeDir?: string) {
+    const env = terminalEnv(gateway);
+    const result = await runCli(
+      args,
+      runtimeDir === undefined ? env : { ...env, JUPYTER_RUNTIME_DIR: runtimeDir }
+    );
+    expect(result).toEqual({ status: 1, stdout: '', stderr });
+  }
+
   beforeAll(async () => {
-    minio = await startMinio();
-    await createVersionedBucket(minio, BUCKET);
-    gateway = await startGatewayProcess({
-      args: [
-        ...labDefaults(),
-        `--StoreSettings.object_endpoint_url=${minio.endpoint}`,
-        `--StoreSettings.object_bucket=${BUCKET}`
-      ],
-      env: {
-        STORE_OBJECT_ACCESS_KEY_ID: minio.accessKeyId,
-        STORE_OBJECT_SECRET_ACCESS_KEY: minio.secretAccessKey
-      }
-    });
+    gateway = lab.gateway;
     await saveNotebook(gateway, 'nb.ipynb', 'text');
   });
 
   afterAll(async () => {
-    await gateway?.stop();
-    await minio?.dispose();
     for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -72,18 +71,13 @@ describe('failures of jupyter store commands against a gateway with MinIO', () =
         ['clone', 's3://b/k'],
         ['versions', 'x']
       ]) {
-        const result = await runCli(command, {
-          ...terminalEnv(gateway),
-          JUPYTER_RUNTIME_DIR: empty
-        });
-        expect(result).toEqual({
-          status: 1,
-          stdout: '',
-          stderr:
-            `jupyter-store ${command[0]}: No Jupyter server is running: there is no live server ` +
+        await expectFailure(
+          command,
+          `jupyter-store ${command[0]}: No Jupyter server is running: there is no live server ` +
             `record in ${empty}. Start one with 'jupyter-store lab', or set JUPYTER_RUNTIME_DIR ` +
-            'to where it writes its record\n'
-        });
+            'to where it writes its record\n',
+          empty
+        );
       }
     });
 
@@ -97,52 +91,37 @@ describe('failures of jupyter store commands against a gateway with MinIO', () =
         }
       );
       const dir = runtimeWith({ ...gateway.record, pid: Number(exited.stdout) });
-      const result = await runCli(['versions', 'nb.ipynb'], {
-        ...terminalEnv(gateway),
-        JUPYTER_RUNTIME_DIR: dir
-      });
-      expect(result).toEqual({
-        status: 1,
-        stdout: '',
-        stderr:
-          'jupyter-store versions: No Jupyter server is running: there is no live server ' +
+      await expectFailure(
+        ['versions', 'nb.ipynb'],
+        'jupyter-store versions: No Jupyter server is running: there is no live server ' +
           `record in ${dir}. Start one with 'jupyter-store lab', or set JUPYTER_RUNTIME_DIR ` +
-          'to where it writes its record\n'
-      });
+          'to where it writes its record\n',
+        dir
+      );
     });
 
     test('a live record whose server does not listen: cannot reach it', async () => {
       const port = await closedPort();
       const url = `http://127.0.0.1:${port}/`;
       const dir = runtimeWith({ ...gateway.record, pid: process.pid, port, url });
-      const result = await runCli(['versions', 'nb.ipynb'], {
-        ...terminalEnv(gateway),
-        JUPYTER_RUNTIME_DIR: dir
-      });
-      expect(result).toEqual({
-        status: 1,
-        stdout: '',
-        stderr:
-          `jupyter-store versions: Cannot reach the server at ${url}api/store/versions/nb.ipynb ` +
-          '(ECONNREFUSED); is it still running?\n'
-      });
+      await expectFailure(
+        ['versions', 'nb.ipynb'],
+        `jupyter-store versions: Cannot reach the server at ${url}api/store/versions/nb.ipynb ` +
+          '(ECONNREFUSED); is it still running?\n',
+        dir
+      );
     });
   });
 
   describe('wrong token', () => {
     test('in the record: the gateway’s 403, exit status 1', async () => {
       const dir = runtimeWith({ ...gateway.record, token: 'not-the-token' });
-      const result = await runCli(['versions', 'nb.ipynb'], {
-        ...terminalEnv(gateway),
-        JUPYTER_RUNTIME_DIR: dir
-      });
-      expect(result).toEqual({
-        status: 1,
-        stdout: '',
-        stderr:
-          'jupyter-store versions: Forbidden: authentication required ' +
-          '(HTTP 403, not authenticated)\n'
-      });
+      await expectFailure(
+        ['versions', 'nb.ipynb'],
+        'jupyter-store versions: Forbidden: authentication required ' +
+          '(HTTP 403, not authenticated)\n',
+        dir
+      );
     });
 
     test('given with --url: the same, and --json says it on stdout too', async () => {
@@ -164,25 +143,19 @@ describe('failures of jupyter store commands against a gateway with MinIO', () =
 
   describe('feature disabled', () => {
     test('publish before `jupyter store enable`: the server’s reason, exit status 1', async () => {
-      const result = await runCli(['publish', 'nb.ipynb'], terminalEnv(gateway));
-      expect(result).toEqual({
-        status: 1,
-        stdout: '',
-        stderr:
-          'jupyter-store publish: Publishing is disabled: publishing is off until enabled with ' +
+      await expectFailure(
+        ['publish', 'nb.ipynb'],
+        'jupyter-store publish: Publishing is disabled: publishing is off until enabled with ' +
           '`jupyter store enable --user` or `--sys-prefix` (HTTP 403, publish disabled)\n'
-      });
+      );
     });
 
     test('fs-clone without fs_cloning_basedir: the server’s reason, exit status 1', async () => {
-      const result = await runCli(['fs-clone', 'team/a.ipynb'], terminalEnv(gateway));
-      expect(result).toEqual({
-        status: 1,
-        stdout: '',
-        stderr:
-          'jupyter-store fs-clone: Cloning from the file system is turned off: ' +
+      await expectFailure(
+        ['fs-clone', 'team/a.ipynb'],
+        'jupyter-store fs-clone: Cloning from the file system is turned off: ' +
           'fs_cloning_basedir is not set (HTTP 403, fs cloning disabled)\n'
-      });
+      );
     });
   });
 
@@ -205,26 +178,15 @@ describe('failures of jupyter store commands against a gateway with MinIO', () =
           `s3://${BUCKET}/workspace/nb.ipynb does not exist (NoSuchVersion)`
       ]
     ])('%s that does not exist: the server’s 404 and message', async (_what, uri, message) => {
-      const result = await runCli(['clone', uri], terminalEnv(gateway));
-      expect(result).toEqual({
-        status: 1,
-        stdout: '',
-        stderr: `jupyter-store clone: ${message} (HTTP 404)\n`
-      });
+      await expectFailure(['clone', uri], `jupyter-store clone: ${message} (HTTP 404)\n`);
     });
 
     test('a notebook that does not exist cannot be published: the contents API’s 404', async () => {
-      const result = await runCli(
+      await expectFailure(
         ['publish', 'missing.ipynb', '--url', gateway.record.url],
-        terminalEnv(gateway)
-      );
-      expect(result).toEqual({
-        status: 1,
-        stdout: '',
-        stderr:
-          "jupyter-store publish: file or directory does not exist: 'missing.ipynb' " +
+        "jupyter-store publish: file or directory does not exist: 'missing.ipynb' " +
           '(HTTP 404, not found)\n'
-      });
+      );
     });
   });
 

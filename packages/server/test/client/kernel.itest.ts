@@ -14,14 +14,9 @@ import {
   type S3Client
 } from '@aws-sdk/client-s3';
 import { FsCloneResponseSchema, ObjectCloneResponseSchema } from '@jupyter-store/contract';
+import { useArchivingLab } from '../support/archivingLab';
 import { CLI, labDefaults, startGatewayProcess, type IGatewayProcess } from '../support/gateway';
 import type { IKernelSocket } from '../support/kernel';
-import {
-  createVersionedBucket,
-  s3ClientFor,
-  startMinio,
-  type IObjectServer
-} from '../support/objectServers';
 import {
   callGateway,
   connectKernel,
@@ -42,28 +37,20 @@ const BUCKET = 'team-notebooks';
 const NOTEBOOK = 'analysis/report.ipynb';
 
 describe('jupyter store in a notebook’s kernel, with MinIO', () => {
-  let minio: IObjectServer;
   let s3: S3Client;
   let gateway: IGatewayProcess;
   let session: ISessionModel;
   let kernel: IKernelSocket;
 
+  // Declared before the gateway's teardown, so that it runs first.
+  afterAll(async () => {
+    await kernel?.close();
+  });
+
+  const lab = useArchivingLab({ bucket: BUCKET, gateway: { env: { PATH: pathWithVenv() } } });
+
   beforeAll(async () => {
-    minio = await startMinio();
-    await createVersionedBucket(minio, BUCKET);
-    s3 = s3ClientFor(minio);
-    gateway = await startGatewayProcess({
-      args: [
-        ...labDefaults(),
-        `--StoreSettings.object_endpoint_url=${minio.endpoint}`,
-        `--StoreSettings.object_bucket=${BUCKET}`
-      ],
-      env: {
-        PATH: pathWithVenv(),
-        STORE_OBJECT_ACCESS_KEY_ID: minio.accessKeyId,
-        STORE_OBJECT_SECRET_ACCESS_KEY: minio.secretAccessKey
-      }
-    });
+    ({ s3, gateway } = lab);
     // Publishing is off until enabled, as `jupyter store enable --user` does.
     const enabled = spawnSync(process.execPath, [CLI, 'enable', '--user'], {
       encoding: 'utf8',
@@ -75,13 +62,6 @@ describe('jupyter store in a notebook’s kernel, with MinIO', () => {
     await saveNotebook(gateway, NOTEBOOK, 'first draft');
     session = await openSession(gateway, NOTEBOOK);
     kernel = await connectKernel(gateway, session.kernel.id);
-  });
-
-  afterAll(async () => {
-    await kernel?.close();
-    await gateway?.stop();
-    s3?.destroy();
-    await minio?.dispose();
   });
 
   /** The object's bytes (a version, or the latest) in MinIO. */

@@ -16,23 +16,31 @@ const env = conformanceSuite();
 
 const copy = (to: string, from: string): Req => post(to, { copy_from: from });
 
+/**
+ * Copy `from` into the directory `dir` on both servers: both must create `dir/name`, of `type`
+ * (see {@link checkCreated}).
+ */
+async function copyInto(dir: string, from: string, name: string, type?: string): Promise<void> {
+  checkCreated(env, await env.both(copy(dir, from)), dir, name, type);
+}
+
 describe('copy (test_api.py)', () => {
   test('test_copy', async () => {
-    checkCreated(env, await env.both(copy('å b', 'å b/ç d.ipynb')), 'å b', 'ç d-Copy1.ipynb');
-    checkCreated(env, await env.both(copy('å b', 'å b/ç d.ipynb')), 'å b', 'ç d-Copy2.ipynb');
-    checkCreated(env, await env.both(copy('å b', 'å b/ç d-Copy2.ipynb')), 'å b', 'ç d-Copy3.ipynb');
+    await copyInto('å b', 'å b/ç d.ipynb', 'ç d-Copy1.ipynb');
+    await copyInto('å b', 'å b/ç d.ipynb', 'ç d-Copy2.ipynb');
+    await copyInto('å b', 'å b/ç d-Copy2.ipynb', 'ç d-Copy3.ipynb');
   });
 
   test('test_copy_dir', async () => {
-    checkCreated(env, await env.both(copy('parent', 'foo')), 'parent', 'foo', 'directory');
-    checkCreated(env, await env.both(copy('parent', 'foo')), 'parent', 'foo-Copy1', 'directory');
+    await copyInto('parent', 'foo', 'foo', 'directory');
+    await copyInto('parent', 'foo', 'foo-Copy1', 'directory');
     await env.both(get('parent'));
     await env.both(get('parent/foo/bar'));
   });
 
   test('test_copy_path', async () => {
-    checkCreated(env, await env.both(copy('å b', 'foo/a.ipynb')), 'å b', 'a.ipynb');
-    checkCreated(env, await env.both(copy('å b', 'foo/a.ipynb')), 'å b', 'a-Copy1.ipynb');
+    await copyInto('å b', 'foo/a.ipynb', 'a.ipynb');
+    await copyInto('å b', 'foo/a.ipynb', 'a-Copy1.ipynb');
   });
 
   test('test_copy_put_400', async () => {
@@ -66,46 +74,23 @@ describe('copy (test_api.py)', () => {
 
 describe('copy naming', () => {
   test('-Copy counters for files, compound extensions, names without extension', async () => {
-    checkCreated(env, await env.both(copy('foo', 'foo/a.txt')), 'foo', 'a-Copy1.txt', 'file');
-    checkCreated(env, await env.both(copy('foo', 'foo/a.txt')), 'foo', 'a-Copy2.txt', 'file');
-    checkCreated(env, await env.both(copy('foo', 'foo/a-Copy1.txt')), 'foo', 'a-Copy3.txt', 'file');
+    await copyInto('foo', 'foo/a.txt', 'a-Copy1.txt', 'file');
+    await copyInto('foo', 'foo/a.txt', 'a-Copy2.txt', 'file');
+    await copyInto('foo', 'foo/a-Copy1.txt', 'a-Copy3.txt', 'file');
     await env.writeBoth('arch/a.tar.gz', Buffer.from([0x1f, 0x8b, 0x08, 0x00]));
     await env.writeBoth('arch/README', 'no extension');
     await env.writeBoth(
       'arch/v1.2.ipynb',
       '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
     );
-    checkCreated(
-      env,
-      await env.both(copy('arch', 'arch/a.tar.gz')),
-      'arch',
-      'a-Copy1.tar.gz',
-      'file'
-    );
-    checkCreated(
-      env,
-      await env.both(copy('arch', 'arch/a.tar.gz')),
-      'arch',
-      'a-Copy2.tar.gz',
-      'file'
-    );
-    checkCreated(env, await env.both(copy('arch', 'arch/README')), 'arch', 'README-Copy1', 'file');
-    checkCreated(env, await env.both(copy('arch', 'arch/v1.2.ipynb')), 'arch', 'v1.2-Copy1.ipynb');
-    checkCreated(
-      env,
-      await env.both(copy('arch', 'arch/v1.2-Copy1.ipynb')),
-      'arch',
-      'v1.2-Copy2.ipynb'
-    );
+    await copyInto('arch', 'arch/a.tar.gz', 'a-Copy1.tar.gz', 'file');
+    await copyInto('arch', 'arch/a.tar.gz', 'a-Copy2.tar.gz', 'file');
+    await copyInto('arch', 'arch/README', 'README-Copy1', 'file');
+    await copyInto('arch', 'arch/v1.2.ipynb', 'v1.2-Copy1.ipynb');
+    await copyInto('arch', 'arch/v1.2-Copy1.ipynb', 'v1.2-Copy2.ipynb');
     // The name is kept in another directory where it is free.
-    checkCreated(env, await env.both(copy('', 'arch/a.tar.gz')), '', 'a.tar.gz', 'file');
-    checkCreated(
-      env,
-      await env.both(copy('', 'arch/a-Copy2.tar.gz')),
-      '',
-      'a-Copy1.tar.gz',
-      'file'
-    );
+    await copyInto('', 'arch/a.tar.gz', 'a.tar.gz', 'file');
+    await copyInto('', 'arch/a-Copy2.tar.gz', 'a-Copy1.tar.gz', 'file');
     await env.both(get('arch'));
     await env.both(get(''));
   });
@@ -126,28 +111,20 @@ describe('copy naming', () => {
   });
 
   test('copies of unicode, special and binary files', async () => {
-    checkCreated(
-      env,
-      await env.both(copy('special ünï cødé', "special ünï cødé/quote !'()*.txt")),
+    await copyInto(
       'special ünï cødé',
+      "special ünï cødé/quote !'()*.txt",
       "quote !'()*-Copy1.txt",
       'file'
     );
-    checkCreated(
-      env,
-      await env.both(copy('special ünï cødé', 'special ünï cødé/cafe\u0301 nfd.txt')),
+    await copyInto(
       'special ünï cødé',
+      'special ünï cødé/cafe\u0301 nfd.txt',
       'cafe\u0301 nfd-Copy1.txt',
       'file'
     );
-    checkCreated(env, await env.both(copy('', 'large.bin')), '', 'large-Copy1.bin', 'file');
-    checkCreated(
-      env,
-      await env.both(copy('unicodé', 'unicodé/innonascii.blob')),
-      'unicodé',
-      'innonascii-Copy1.blob',
-      'file'
-    );
+    await copyInto('', 'large.bin', 'large-Copy1.bin', 'file');
+    await copyInto('unicodé', 'unicodé/innonascii.blob', 'innonascii-Copy1.blob', 'file');
   });
 
   test('a directory copy keeps its tree but not its checkpoints', async () => {
@@ -161,7 +138,7 @@ describe('copy naming', () => {
     });
     expect(cp.jupyter.status).toBe(201);
     await env.writeBoth('withcp/sub/deep.txt', 'deep');
-    checkCreated(env, await env.both(copy('', 'withcp')), '', 'withcp-Copy1', 'directory');
+    await copyInto('', 'withcp', 'withcp-Copy1', 'directory');
     await env.both(get('withcp-Copy1'));
     await env.both(get('withcp-Copy1/sub/deep.txt'));
   });
@@ -170,7 +147,7 @@ describe('copy naming', () => {
     const notebook =
       '{\n "cells": [\n  {\n   "cell_type": "markdown",\n   "id": "abc",\n   "metadata": {},\n   "source": [\n    "# Hi\\n",\n    "there"\n   ]\n  }\n ],\n "metadata": {},\n "nbformat": 4,\n "nbformat_minor": 5\n}\n';
     await env.writeBoth('bytes/nb.ipynb', notebook);
-    checkCreated(env, await env.both(copy('bytes', 'bytes/nb.ipynb')), 'bytes', 'nb-Copy1.ipynb');
+    await copyInto('bytes', 'bytes/nb.ipynb', 'nb-Copy1.ipynb');
     await env.both(get('bytes/nb-Copy1.ipynb', 'hash=1'));
   });
 });

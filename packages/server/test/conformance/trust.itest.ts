@@ -7,7 +7,15 @@
 import { randomInt } from 'node:crypto';
 import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { conformanceSuite, contentsPath, get, join2, put, type Req } from '../support/compare';
+import {
+  conformanceSuite,
+  contentsPath,
+  get,
+  join2,
+  put,
+  type Req,
+  type Side
+} from '../support/compare';
 import { TEST_API_DIRS } from '../support/tree';
 
 const env = conformanceSuite({ shareNotary: true });
@@ -132,6 +140,19 @@ describe('trust (test_api.py, test_manager.py)', () => {
   });
 });
 
+/**
+ * Copy the notebook `<stem>.ipynb` and its checkpoint, byte for byte, from one server's root to
+ * the other's.
+ */
+async function copyWithCheckpoint(stem: string, from: Side, to: Side): Promise<void> {
+  await copyFile(join(env.root(from), `${stem}.ipynb`), join(env.root(to), `${stem}.ipynb`));
+  const checkpoint = `${stem}-checkpoint.ipynb`;
+  await copyFile(
+    join(env.root(from), '.ipynb_checkpoints', checkpoint),
+    join(await ensureDir(env.root(to), '.ipynb_checkpoints'), checkpoint)
+  );
+}
+
 describe('trust round trip through the shared notary', () => {
   test('a notebook signed by Jupyter opens trusted through our server', async () => {
     const nb = untrustedNotebook();
@@ -140,17 +161,7 @@ describe('trust round trip through the shared notary', () => {
       (await env.one('jupyter', put('signed by jupyter.ipynb', { type: 'notebook', content: nb })))
         .status
     ).toBe(201);
-    await copyFile(
-      join(env.root('jupyter'), 'signed by jupyter.ipynb'),
-      join(env.root('ours'), 'signed by jupyter.ipynb')
-    );
-    await copyFile(
-      join(env.root('jupyter'), '.ipynb_checkpoints', 'signed by jupyter-checkpoint.ipynb'),
-      join(
-        await ensureDir(env.root('ours'), '.ipynb_checkpoints'),
-        'signed by jupyter-checkpoint.ipynb'
-      )
-    );
+    await copyWithCheckpoint('signed by jupyter', 'jupyter', 'ours');
     expect(trustedFlags((await env.both(get('signed by jupyter.ipynb'))).ours.json)).toEqual([
       false,
       false
@@ -169,17 +180,7 @@ describe('trust round trip through the shared notary', () => {
       (await env.one('ours', put('signed by us.ipynb', { type: 'notebook', content: nb }))).status
     ).toBe(201);
     const bytes = await readFile(join(env.root('ours'), 'signed by us.ipynb'));
-    await copyFile(
-      join(env.root('ours'), 'signed by us.ipynb'),
-      join(env.root('jupyter'), 'signed by us.ipynb')
-    );
-    await copyFile(
-      join(env.root('ours'), '.ipynb_checkpoints', 'signed by us-checkpoint.ipynb'),
-      join(
-        await ensureDir(env.root('jupyter'), '.ipynb_checkpoints'),
-        'signed by us-checkpoint.ipynb'
-      )
-    );
+    await copyWithCheckpoint('signed by us', 'ours', 'jupyter');
     const { jupyter, ours } = await env.both(get('signed by us.ipynb'));
     expect(trustedFlags(jupyter.json)).toEqual([true, true]);
     expect(trustedFlags(ours.json)).toEqual([true, true]);

@@ -90,9 +90,15 @@ describe('bad flags and values', () => {
     [['lab', '--port', 'abc'], /--port: 'abc'/],
     [['lab', '--port', '70000'], /--port: '70000'/],
     [['lab', '--root-dir', '/no/such/dir'], /--root-dir: '\/no\/such\/dir' is not a directory/],
-    [['lab', '--token', 't', '--no-auth'], /--token and --no-auth/],
-    [['lab', '--upstream-transport', 'pigeon'], /--upstream-transport: 'pigeon'/],
-    [['lab', '--log-level', 'loud'], /--log-level: 'loud'/],
+    [
+      ['lab', '--token', 't', '--no-auth'],
+      /option '--token <T>' cannot be used with option '--no-auth'/
+    ],
+    [
+      ['lab', '--upstream-transport', 'pigeon'],
+      /option '--upstream-transport <KIND>' argument 'pigeon' is invalid/
+    ],
+    [['lab', '--log-level', 'loud'], /option '--log-level <LEVEL>' argument 'loud' is invalid/],
     [['lab', '--base-url', 'no-slash'], /--base-url: 'no-slash'/],
     [['lab', '--config', '/no/such/file.json'], /--config: '\/no\/such\/file.json'/],
     [['lab', '--allow-origin-pat', '('], /--allow-origin-pat: '\('/],
@@ -100,11 +106,17 @@ describe('bad flags and values', () => {
       ['lab', '--jupyter', '/no/such/jupyter'],
       /--jupyter: '\/no\/such\/jupyter' is not an executable/
     ],
-    [['serve'], /--upstream is required/],
+    [['serve'], /required option '--upstream <URL>' not specified/],
     [['serve', '--upstream', 'ftp://127.0.0.1:1'], /--upstream: .*http:\/\//],
     [['serve', '--upstream', 'http://127.0.0.1:1/user/x/'], /--upstream: .*origin only/],
     [['serve', '--upstream', 'unix:relative.sock'], /--upstream: .*absolute/],
-    [['serve', '--port'], /--port/]
+    [['serve', '--port'], /--port/],
+    [['lab', 'extra'], /too many arguments for 'lab'/],
+    [
+      ['serve', '--upstream', 'http://127.0.0.1:1', '--token', 't', '--token-file', '/x'],
+      /option '--token <T>' cannot be used with option '--token-file <FILE>'/
+    ],
+    [['--bogus'], /unknown option '--bogus'/]
   ])('%j is refused with one line naming it', (args, pattern) => {
     const { status, stderr, stdout } = run(...args);
     expect(status).toBe(2);

@@ -19,7 +19,6 @@
  * webpack chunks and settings on a busy machine, gets {@link LAB_LOAD_MS}; every other wait
  * {@link STEP_MS}).
  */
-import type { S3Client } from '@aws-sdk/client-s3';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -28,9 +27,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser } from 'playwright-core';
-import { launchChromium } from '../support/browser';
+import { startArchivingGateway, useObjectServer } from '../support/archivingLab';
 import { ecosystemBin, ecosystemLabDefaults } from '../support/ecosystem';
-import { startGatewayProcess, type IGatewayProcess } from '../support/gateway';
+import type { IGatewayProcess } from '../support/gateway';
 import {
   cellTexts,
   describeHistory,
@@ -54,12 +53,7 @@ import {
   writeLabSettings,
   type IHistoryEntry
 } from '../support/lab';
-import {
-  createVersionedBucket,
-  s3ClientFor,
-  startMinio,
-  type IObjectServer
-} from '../support/objectServers';
+import { createVersionedBucket } from '../support/objectServers';
 
 jest.setTimeout(240_000);
 
@@ -74,27 +68,13 @@ const RUN = randomBytes(4).toString('hex');
 const PREFIX = 'workspace';
 
 /** Shared by every backend: one MinIO, one S3 client, one Chromium. */
-let minio: IObjectServer | undefined;
-let client: S3Client | undefined;
-let browser: Browser | undefined;
+const shared = useObjectServer({ browser: true, timeoutMs: 90_000 });
 /** Timings and evidence, printed after the run. */
 const figures: Record<string, Record<string, unknown>> = {};
 
-beforeAll(async () => {
-  const [server, launched] = await Promise.allSettled([startMinio(), launchChromium()]);
-  if (server.status === 'fulfilled') minio = server.value;
-  if (launched.status === 'fulfilled') browser = launched.value;
-  if (server.status === 'rejected') throw server.reason;
-  if (launched.status === 'rejected') throw launched.reason;
-  client = s3ClientFor(server.value);
-}, 90_000);
-
-afterAll(async () => {
-  await browser?.close().catch(() => undefined);
-  client?.destroy();
-  await minio?.dispose();
+afterAll(() => {
   console.log(`pythonSide figures: ${JSON.stringify(figures, null, 2)}`);
-}, 60_000);
+});
 
 // ---------------------------------------------------------------------------------------------
 // Notebooks, gateways, the archive
@@ -149,26 +129,19 @@ async function startRig(
   rootDir: string,
   extraArgs: string[] = []
 ): Promise<IBackendRig> {
-  if (!minio) throw new Error('beforeAll did not start MinIO');
   const bucket = `pyside-${setting}-${RUN}`;
-  await createVersionedBucket(minio, bucket);
-  const gateway = await startGatewayProcess({
+  await createVersionedBucket(shared.server, bucket);
+  const gateway = await startArchivingGateway(shared.server, bucket, {
     rootDir,
+    defaults: ecosystemLabDefaults(),
     args: [
-      ...ecosystemLabDefaults(),
       // Jupyter's own lines at every level (its info lines are relayed at debug).
       '--log-level',
       'debug',
       ...(setting === 'auto' ? [] : [`--StoreSettings.contents_backend=${setting}`]),
-      `--StoreSettings.object_endpoint_url=${minio.endpoint}`,
-      `--StoreSettings.object_bucket=${bucket}`,
       '--StoreSettings.archive_retry_max_seconds=2',
       ...extraArgs
-    ],
-    env: {
-      STORE_OBJECT_ACCESS_KEY_ID: minio.accessKeyId,
-      STORE_OBJECT_SECRET_ACCESS_KEY: minio.secretAccessKey
-    }
+    ]
   });
   try {
     await writeLabSettings(gateway);
@@ -223,8 +196,8 @@ function useRig(
   }, 60_000);
 
   return () => {
-    if (!rig || !browser) throw new Error('beforeAll did not start the gateway and the browser');
-    return { ...rig, browser };
+    if (!rig) throw new Error('beforeAll did not start the gateway');
+    return { ...rig, browser: shared.browser };
   };
 }
 
@@ -275,8 +248,7 @@ function keyOf(path: string): string {
 
 /** The history of `path`'s key, newest first. */
 function historyOf(rig: IBackendRig, path: string): Promise<IHistoryEntry[]> {
-  if (!client) throw new Error('beforeAll did not make an S3 client');
-  return keyHistory(client, rig.bucket, keyOf(path));
+  return keyHistory(shared.s3, rig.bucket, keyOf(path));
 }
 
 /** Whether the newest version of `path` holds exactly the bytes on disk. */
@@ -288,8 +260,7 @@ async function archivedAsOnDisk(rig: IBackendRig, path: string): Promise<boolean
 
 /** Wait until the archive below the prefix is quiet (see {@link waitForQuietArchive}). */
 async function waitForQuiet(rig: IBackendRig): Promise<number> {
-  if (!client) throw new Error('beforeAll did not make an S3 client');
-  return waitForQuietArchive(rig.gateway, client, rig.bucket, `${PREFIX}/`);
+  return waitForQuietArchive(rig.gateway, shared.s3, rig.bucket, `${PREFIX}/`);
 }
 
 /**

@@ -10,8 +10,8 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { labDefaults, startGatewayProcess, type IGatewayProcess } from '../support/gateway';
-import { createVersionedBucket, startMinio, type IObjectServer } from '../support/objectServers';
+import { useArchivingLab } from '../support/archivingLab';
+import type { IGatewayProcess } from '../support/gateway';
 
 jest.setTimeout(120_000);
 
@@ -19,38 +19,31 @@ const BUCKET = 'held-attacks';
 /** Text of a file outside the root and the base directory; no answer may ever contain it. */
 const SECRET = 'outside-secret-7c1f2a';
 
-let minio: IObjectServer;
 let gateway: IGatewayProcess;
 let work: string;
 let port: number;
 
-beforeAll(async () => {
-  minio = await startMinio();
-  await createVersionedBucket(minio, BUCKET);
-  work = await mkdtemp(join(tmpdir(), 'held-attacks-'));
-  await mkdir(join(work, 'root'), { recursive: true });
-  await mkdir(join(work, 'base'), { recursive: true });
-  await writeFile(join(work, 'secret.txt'), SECRET);
-  await writeFile(join(work, 'base', 'lesson.ipynb'), '{}');
-  gateway = await startGatewayProcess({
-    rootDir: join(work, 'root'),
-    args: [
-      ...labDefaults(),
-      `--StoreSettings.object_endpoint_url=${minio.endpoint}`,
-      `--StoreSettings.object_bucket=${BUCKET}`,
-      `--StoreSettings.fs_cloning_basedir=${join(work, 'base')}`
-    ],
-    env: {
-      STORE_OBJECT_ACCESS_KEY_ID: minio.accessKeyId,
-      STORE_OBJECT_SECRET_ACCESS_KEY: minio.secretAccessKey
-    }
-  });
+const lab = useArchivingLab({
+  bucket: BUCKET,
+  gateway: async () => {
+    work = await mkdtemp(join(tmpdir(), 'held-attacks-'));
+    await mkdir(join(work, 'root'), { recursive: true });
+    await mkdir(join(work, 'base'), { recursive: true });
+    await writeFile(join(work, 'secret.txt'), SECRET);
+    await writeFile(join(work, 'base', 'lesson.ipynb'), '{}');
+    return {
+      rootDir: join(work, 'root'),
+      args: [`--StoreSettings.fs_cloning_basedir=${join(work, 'base')}`]
+    };
+  }
+});
+
+beforeAll(() => {
+  gateway = lab.gateway;
   port = Number(new URL(gateway.origin).port);
 });
 
 afterAll(async () => {
-  await gateway?.stop();
-  await minio?.dispose();
   if (work) await rm(work, { recursive: true, force: true });
 });
 

@@ -13,14 +13,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { callGateway, saveNotebook, waitUntil } from '../client/storeCli';
+import { useArchivingLab } from '../support/archivingLab';
 import { CLI, labDefaults, startGatewayProcess, type IGatewayProcess } from '../support/gateway';
 import { withKernel } from '../support/kernel';
-import {
-  createVersionedBucket,
-  s3ClientFor,
-  startMinio,
-  type IObjectServer
-} from '../support/objectServers';
+import type { IObjectServer } from '../support/objectServers';
 
 jest.setTimeout(180_000);
 
@@ -122,35 +118,27 @@ describe('lab with --token-file and the credentials in STORE_OBJECT_* variables'
   /** What must never leave the gateway. */
   let secrets: Record<string, string>;
 
-  beforeAll(async () => {
-    minio = await startMinio();
-    await createVersionedBucket(minio, BUCKET);
-    s3 = s3ClientFor(minio);
+  const lab = useArchivingLab({
+    bucket: BUCKET,
+    gateway: () => {
+      const tokenFile = join(scratch, 'token');
+      writeFileSync(tokenFile, `${FILE_TOKEN}\n`, { mode: 0o600 });
+      return {
+        settingsIn: 'environment',
+        args: ['--token-file', tokenFile, '--log-level', 'debug'],
+        // The user's own, for boto3 in notebooks: not ours to take away.
+        env: { AWS_DEFAULT_REGION: 'eu-north-1', AWS_PROFILE: 'notebook-user' }
+      };
+    }
+  });
+
+  beforeAll(() => {
+    ({ server: minio, s3, gateway } = lab);
     secrets = {
       token: FILE_TOKEN,
       'secret access key': minio.secretAccessKey,
       'access key id': minio.accessKeyId
     };
-    const tokenFile = join(scratch, 'token');
-    writeFileSync(tokenFile, `${FILE_TOKEN}\n`, { mode: 0o600 });
-    gateway = await startGatewayProcess({
-      args: [...labDefaults(), '--token-file', tokenFile, '--log-level', 'debug'],
-      env: {
-        STORE_OBJECT_ACCESS_KEY_ID: minio.accessKeyId,
-        STORE_OBJECT_SECRET_ACCESS_KEY: minio.secretAccessKey,
-        STORE_OBJECT_ENDPOINT_URL: minio.endpoint,
-        STORE_OBJECT_BUCKET: BUCKET,
-        // The user's own, for boto3 in notebooks: not ours to take away.
-        AWS_DEFAULT_REGION: 'eu-north-1',
-        AWS_PROFILE: 'notebook-user'
-      }
-    });
-  });
-
-  afterAll(async () => {
-    await gateway?.stop();
-    s3?.destroy();
-    await minio?.dispose();
   });
 
   test('the token is the file’s first line, and the runtime record holding it has mode 0600', async () => {
@@ -323,7 +311,7 @@ describe('--token-file', () => {
   test.each(['lab', 'serve'])('%s --help documents it', command => {
     const { status, stdout } = run(command, '--help');
     expect(status).toBe(0);
-    expect(stdout).toMatch(/--token-file FILE\s+read .*token from FILE/);
+    expect(stdout).toMatch(/--token-file <FILE>\s+read .*token from FILE/);
     expect(stdout).toMatch(/give the token with --token-file or \$JUPYTER_TOKEN/);
   });
 
@@ -333,8 +321,16 @@ describe('--token-file', () => {
     [['lab'], 'empty', /--token-file: '.*empty' is empty/],
     [['lab'], 'newline', /--token-file: '.*newline' is empty/],
     [['lab'], 'two-lines', /--token-file: '.*two-lines' holds more than one line/],
-    [['lab', '--token', 't'], 'good', /--token and --token-file cannot be combined/],
-    [['lab', '--no-auth'], 'good', /--token-file and --no-auth cannot be combined/],
+    [
+      ['lab', '--token', 't'],
+      'good',
+      /option '--token <T>' cannot be used with option '--token-file <FILE>'/
+    ],
+    [
+      ['lab', '--no-auth'],
+      'good',
+      /option '--token-file <FILE>' cannot be used with option '--no-auth'/
+    ],
     [['serve', '--upstream', 'http://127.0.0.1:1'], 'missing', /--token-file: .* \(ENOENT\)/]
   ])('%j with the file %s is refused with one line, exit status 2', (args, name, pattern) => {
     const files = join(scratch, 'token-files');

@@ -31,13 +31,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createStoreApiRouter } from '../../src/api/storeApi';
 import { Archiving } from '../../src/archive/archiving';
 import { Gateway } from '../../src/gateway/gateway';
 import { createLogger } from '../../src/gateway/logger';
+import { mountStoreApi } from '../../src/gateway/start';
 import { EMBEDDED_BUCKET, StoreSettingsSchema } from '../../src/settings';
 import { FakeUpstream } from '../support/fakeUpstream';
-import { startGatewayProcess, type IGatewayProcess } from '../support/gateway';
+import { startServeGateway, type IGatewayProcess } from '../support/gateway';
 import {
   createVersionedBucket,
   s3ClientFor,
@@ -225,7 +225,7 @@ interface IEnv {
 }
 
 /**
- * The gateway in-process with the store API as the CLI mounts it (createStoreApiRouter), a clone
+ * The gateway in-process with the store API as startGateway mounts it (mountStoreApi), a clone
  * cap of {@link CAP}, and these settings (a fresh embedded store and journal unless they say
  * otherwise).
  */
@@ -249,16 +249,7 @@ async function startEnv(settings: Record<string, unknown> = {}): Promise<IEnv> {
     log,
     { backoff: { baseMs: 50, capMs: 500 } }
   );
-  gateway.mount(
-    'api/store',
-    createStoreApiRouter({
-      archiving,
-      manager: gateway.manager,
-      log,
-      publishEnabled: () => false,
-      maxCloneBytes: CAP
-    })
-  );
+  mountStoreApi(gateway, { archiving, log, publishEnabled: () => false, maxCloneBytes: CAP });
   const { port } = await gateway.listen(0, '127.0.0.1');
   cleanups.push(async () => {
     await gateway.close({ drainTimeoutMs: 100 });
@@ -523,17 +514,8 @@ describe('the store API with MinIO behind a counting proxy', () => {
       let gateway: IGatewayProcess;
 
       beforeAll(async () => {
-        upstream = new FakeUpstream();
-        const address = await upstream.listen({ port: 0 });
-        cleanups.push(() => upstream.close());
-        if (address.kind !== 'tcp') throw new Error('the stand-in listens on TCP');
-        gateway = await startGatewayProcess({
-          command: 'serve',
+        ({ upstream, gateway } = await startServeGateway({
           args: [
-            '--upstream',
-            `http://127.0.0.1:${address.port}`,
-            '--token',
-            'good',
             `--StoreSettings.object_endpoint_url=${minio.endpoint}`,
             '--StoreSettings.object_bucket=archive',
             '--StoreSettings.clone_buckets=allowed-src, source'
@@ -542,7 +524,8 @@ describe('the store API with MinIO behind a counting proxy', () => {
             STORE_OBJECT_ACCESS_KEY_ID: minio.accessKeyId,
             STORE_OBJECT_SECRET_ACCESS_KEY: minio.secretAccessKey
           }
-        });
+        }));
+        cleanups.push(() => upstream.close());
         cleanups.push(async () => {
           await gateway.stop();
         });

@@ -302,41 +302,37 @@ describe.each<StoreKind>(['embedded', 'minio', 'versitygw'])('object store: %s',
       expect(await store.listVersions(bucket, freshKey())).toEqual([]);
     });
 
-    if (kind !== 'versitygw') {
-      it('keeps every one of 50 concurrent puts to one key as its own version', async () => {
+    // versitygw 1.7.0 (posix backend) acknowledges every one of overlapping puts to one key
+    // with its own version id, but keeps only some of them: the others answer NoSuchVersion
+    // (the race of versity/versitygw#2200). Callers must serialize puts per key, as the
+    // archive queue does; what still holds there is tested.
+    const keepsAll = kind !== 'versitygw';
+    it(
+      keepsAll
+        ? 'keeps every one of 50 concurrent puts to one key as its own version'
+        : 'gives 50 concurrent puts to one key distinct ids, listing only versions it acknowledged',
+      async () => {
         const concurrent = fixture.open({ maxSockets: 16 });
         try {
           const key = freshKey();
           const ids = await putConcurrently(concurrent, bucket, key, 50);
           expect(new Set(ids).size).toBe(50);
           const versions = await concurrent.listVersions(bucket, key);
-          expect(new Set(versions.map(version => version.versionId))).toEqual(new Set(ids));
+          if (keepsAll) {
+            expect(new Set(versions.map(version => version.versionId))).toEqual(new Set(ids));
+          } else {
+            for (const version of versions) expect(ids).toContain(version.versionId);
+          }
           expect(versions.filter(version => version.isLatest)).toHaveLength(1);
-          const latest = await concurrent.get(bucket, key);
-          expect(latest.versionId).toBe(versions[0].versionId);
+          if (keepsAll) {
+            const latest = await concurrent.get(bucket, key);
+            expect(latest.versionId).toBe(versions[0].versionId);
+          }
         } finally {
           await concurrent.close();
         }
-      });
-    } else {
-      // versitygw 1.7.0 (posix backend) acknowledges every one of overlapping puts to one key
-      // with its own version id, but keeps only some of them: the others answer NoSuchVersion
-      // (the race of versity/versitygw#2200). Callers must serialize puts per key, as the
-      // archive queue does; what still holds is tested here.
-      it('gives 50 concurrent puts to one key distinct ids, listing only versions it acknowledged', async () => {
-        const concurrent = fixture.open({ maxSockets: 16 });
-        try {
-          const key = freshKey();
-          const ids = await putConcurrently(concurrent, bucket, key, 50);
-          expect(new Set(ids).size).toBe(50);
-          const versions = await concurrent.listVersions(bucket, key);
-          for (const version of versions) expect(ids).toContain(version.versionId);
-          expect(versions.filter(version => version.isLatest)).toHaveLength(1);
-        } finally {
-          await concurrent.close();
-        }
-      });
-    }
+      }
+    );
 
     it('keeps every one of 20 puts to one key made one after another', async () => {
       const key = freshKey();

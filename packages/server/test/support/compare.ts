@@ -227,24 +227,6 @@ export const INTENTIONAL_DEVIATIONS: readonly IntentionalDeviation[] = [
       d.method === 'DELETE' && d.aspect === 'status' && d.jupyter === 400 && d.ours === 403
   },
   {
-    id: 'validation-message-text',
-    request: 'GET or PUT of a notebook that fails nbformat validation',
-    field: 'model `message` (text after the prefix)',
-    jupyter:
-      '"Notebook validation failed: " + the text of a Python jsonschema error (Python reprs of the cell)',
-    ours: 'the same prefix, then our own description of the schema error',
-    why:
-      "The rest of the text is Python's jsonschema and dict repr output; Lab only shows it. Presence and " +
-      'prefix are compared.',
-    matches: d =>
-      d.aspect === 'body' &&
-      d.field === '/message' &&
-      typeof d.jupyter === 'string' &&
-      typeof d.ours === 'string' &&
-      d.jupyter.startsWith('Notebook validation failed') &&
-      d.ours.startsWith('Notebook validation failed')
-  },
-  {
     id: 'trust-error-html',
     request: 'POST {base}api/contents/<path>/trust that fails (missing notebook, …)',
     field: 'Content-Type and body',

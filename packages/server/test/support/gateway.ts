@@ -9,6 +9,7 @@ import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ILiveServerRecord } from '../../src/gateway/runtimeRecord';
+import { FakeUpstream } from './fakeUpstream';
 import { isolatedEnv, REPO_ROOT, VENV_DIR } from './jupyterServer';
 
 /** The built CLI; the test command builds it before jest runs. */
@@ -162,4 +163,63 @@ export async function startGatewayProcess(
     exited,
     stop
   };
+}
+
+/**
+ * SIGKILL the process group of the Jupyter the gateway started: Jupyter runs detached, in a group
+ * of its own, so that a gateway that crashed or was killed leaves it running.
+ */
+export function killUpstreamGroup(gateway: IGatewayProcess): void {
+  const pid = gateway.record.upstream_pid;
+  if (!pid) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * Stop the gateway (see {@link IGatewayProcess.stop}); if it did not exit cleanly (a clean exit
+ * stops Jupyter), {@link killUpstreamGroup}.
+ *
+ * @returns the gateway's exit code (or signal name).
+ */
+export async function stopGatewayAndJupyter(
+  gateway: IGatewayProcess,
+  killAfterMs?: number
+): Promise<number | string> {
+  const code = await gateway.stop('SIGTERM', killAfterMs);
+  if (code !== 0) killUpstreamGroup(gateway);
+  return code;
+}
+
+/**
+ * `jupyter-store serve` in front of a new {@link FakeUpstream} on a loopback port, with the token
+ * `good` (which the stand-in accepts) and `options.args` after those flags: the CLI's gateway
+ * without a Jupyter Server. Stop the gateway, then close the stand-in.
+ */
+export async function startServeGateway(
+  options: Omit<IGatewayProcessOptions, 'command'> = {}
+): Promise<{ upstream: FakeUpstream; gateway: IGatewayProcess }> {
+  const upstream = new FakeUpstream();
+  try {
+    const address = await upstream.listen({ port: 0 });
+    if (address.kind !== 'tcp') throw new Error('the stand-in listens on TCP');
+    const gateway = await startGatewayProcess({
+      ...options,
+      command: 'serve',
+      args: [
+        '--upstream',
+        `http://127.0.0.1:${address.port}`,
+        '--token',
+        'good',
+        ...(options.args ?? [])
+      ]
+    });
+    return { upstream, gateway };
+  } catch (error) {
+    await upstream.close();
+    throw error;
+  }
 }

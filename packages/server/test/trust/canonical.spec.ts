@@ -4,11 +4,10 @@
  * `NotebookNotary.compute_signature`) under CPython 3.11.
  */
 import { createHmac } from 'node:crypto';
-import { PyNumber } from '../../src/contents/nbformat/pynumber';
+import { PyNumber, compareCodePoints } from '@jupyter-store/nbformat';
 import {
   NotebookNotary,
   NotebookSignatureError,
-  compareCodePoints,
   walkJson,
   walkNotebook
 } from '../../src/contents/trust';

@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ContentsManager } from '../../src/contents/manager';
-import { parsePythonJson } from '../../src/contents/nbformat/pyjson';
+import { parsePythonJson } from '@jupyter-store/nbformat';
 import {
   NOTARY_ALGORITHMS,
   NotebookNotary,

@@ -6,7 +6,7 @@ import { encodeBase64Lines } from '../../src/contents/model';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { PyNumber } from '../../src/contents/nbformat/pynumber';
+import { PyNumber } from '@jupyter-store/nbformat';
 import { MemorySignatureStore, NotebookNotary, pythonTruthy } from '../../src/contents/trust';
 
 type Json = Record<string, unknown>;

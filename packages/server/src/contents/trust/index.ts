@@ -6,7 +6,6 @@ export {
   NOTARY_ALGORITHMS,
   NotebookNotary,
   NotebookSignatureError,
-  compareCodePoints,
   pythonTruthy,
   walkJson,
   walkNotebook,

@@ -2,7 +2,7 @@ import { createHmac, randomBytes, type Hmac } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { encodeBase64Lines } from '../model';
-import { PyNumber, pythonStr, pythonTruthy } from '../nbformat/pynumber';
+import { PyNumber, compareCodePoints, pythonStr, pythonTruthy } from '@jupyter-store/nbformat';
 
 export { pythonTruthy };
 import { ensureJupyterDir } from './paths';
@@ -439,26 +439,6 @@ function isWellFormed(text: string): boolean {
 
 function sortedKeys(dict: Dict): string[] {
   return Object.keys(dict).sort(compareCodePoints);
-}
-
-/**
- * Python orders `str` by code point; JavaScript's default sort orders by UTF-16 unit, which puts
- * astral characters (surrogates, 0xD800–0xDFFF) before U+E000–U+FFFF. Shifting the units at the
- * first difference fixes that without decoding.
- */
-export function compareCodePoints(a: string, b: string): number {
-  const length = Math.min(a.length, b.length);
-  for (let i = 0; i < length; i++) {
-    let x = a.charCodeAt(i);
-    let y = b.charCodeAt(i);
-    if (x === y) continue;
-    if (x >= 0xd800 && y >= 0xd800) {
-      x = x >= 0xe000 ? x - 0x800 : x + 0x2000;
-      y = y >= 0xe000 ? y - 0x800 : y + 0x2000;
-    }
-    return x - y;
-  }
-  return a.length - b.length;
 }
 
 /**
