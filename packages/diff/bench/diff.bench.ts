@@ -19,7 +19,8 @@
  * compare the ratios, not the times of separate runs. The run also checks that both sides give
  * the same diff.
  *
- * Options: `--quick` (one round per side, a smoke run), `--rounds N` (rounds per side, default 3).
+ * Options: `--quick` (one round per side, a smoke run), `--rounds N` (rounds per side, default 3),
+ * `--no-docs` (print the report without rewriting docs/benchmarks.md).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,21 +29,26 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { diffNotebooks, type DiffEntry } from '../src';
 import { log } from '../../server/bench/cleanup';
-import { formatMs, formatRatio, median } from '../../server/bench/format';
+import { formatMs, formatRatio, median } from '../../server/bench/stats';
 import {
   DOCS_FILE,
-  machineDescription,
+  markdownTable,
   reportText,
   writeGeneratedSection,
   type IGeneratedSection,
   type ITargetCheck
-} from '../../server/bench/harness';
+} from '../../server/bench/docs';
+import { commandLine, machineDescription } from '../../server/bench/harness';
 import { Random, generateNotebook } from '../../server/bench/notebook';
 import { ecosystemBin } from '../../server/test/support/ecosystem';
 import { applyEdit, canonical, clone, type NotebookJson } from '../test/corpus';
 
 const { values: options } = parseArgs({
-  options: { quick: { type: 'boolean' }, rounds: { type: 'string' } }
+  options: {
+    quick: { type: 'boolean' },
+    rounds: { type: 'string' },
+    'no-docs': { type: 'boolean' }
+  }
 });
 
 const ROUNDS = options.quick ? 1 : Number(options.rounds ?? 3);
@@ -210,11 +216,6 @@ function pythonVersion(): string {
   return run.stdout.trim() || 'Python (unknown version)';
 }
 
-function markdownTable(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
-  const line = (cells: readonly string[]): string => `| ${cells.join(' | ')} |`;
-  return [line(header), `|${header.map(() => ' --- |').join('')}`, ...rows.map(line), ''];
-}
-
 function main(): void {
   const started = Date.now();
   log('generating the pairs');
@@ -256,7 +257,7 @@ function main(): void {
 
   const { text, allMet } = reportText({
     title: 'Notebook diff results',
-    command: options.quick ? 'npm run bench:diff -- --quick' : 'npm run bench:diff',
+    command: commandLine('bench:diff'),
     machine: machineDescription(`, ${pythonVersion()}, nbdime ${nbdime.version}`),
     seconds: (Date.now() - started) / 1000,
     head: [
@@ -284,8 +285,10 @@ function main(): void {
     ],
     checks
   });
-  writeGeneratedSection(SECTION, text);
-  log(`wrote ${DOCS_FILE}`);
+  if (!options['no-docs']) {
+    writeGeneratedSection(SECTION, text);
+    log(`wrote ${DOCS_FILE}`);
+  }
   process.stdout.write(`${text}\n`);
   if (!allMet) log('some targets were missed (a measurement: the exit status stays 0)');
 }

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 
 /**
  * CPU and memory accounting from `/proc` for the benchmarks: how much CPU each process and the
@@ -34,6 +34,34 @@ export function processCpuMs(pid: number | null | undefined): number {
   } catch {
     return 0;
   }
+}
+
+/** The pid and `/proc/<pid>/stat` figures of every process whose parent pid `test` accepts. */
+function processesWhere(test: (ppid: number) => boolean): Map<number, number> {
+  const found = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const { ppid, cpuMs } = parseProcStat(readFileSync(`/proc/${entry}/stat`, 'utf8'));
+      if (test(ppid)) found.set(Number(entry), cpuMs);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
+/** The processes whose parent is `pid` (Jupyter's kernels). */
+export function childPids(pid: number | null): number[] {
+  return pid === null ? [] : [...processesWhere(ppid => ppid === pid).keys()];
+}
+
+/**
+ * CPU time of every kernel thread (children of kthreadd, pid 2: block-device and file-system
+ * workers, softirq threads), by pid, in milliseconds.
+ */
+export function kernelThreadsCpuMs(): Map<number, number> {
+  return processesWhere(ppid => ppid === 2);
 }
 
 /** Busy time of all cores since boot (`/proc/stat`: all but idle and iowait), in milliseconds. */

@@ -1,10 +1,11 @@
 /**
- * What the benchmarks share around their measurements: waiting, bounded concurrency, the build,
- * a description of the machine, the gateway's log lines, and the generated sections of
- * docs/benchmarks.md.
+ * What the benchmarks share around their measurements: waiting, bounded concurrency, the
+ * gateway's log lines, a description of the machine, and the run itself (its command line, and
+ * a deadline and clean-up whatever happens). The build is in build.ts, the reports and
+ * docs/benchmarks.md in docs.ts.
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import {
   availableParallelism,
   cpus,
@@ -14,10 +15,9 @@ import {
   totalmem,
   type as osType
 } from 'node:os';
-import { join } from 'node:path';
 import type { IGatewayProcess } from '../test/support/gateway';
-import { REPO_ROOT } from '../test/support/jupyterServer';
-import { log } from './cleanup';
+import { findVenvPython } from '../test/support/jupyterServer';
+import { cleanUp, cleaningUp, log } from './cleanup';
 
 export function sleep(ms: number): Promise<void> {
   return new Promise(resolve => setTimeout(resolve, Math.max(0, ms)));
@@ -36,65 +36,8 @@ export async function runConcurrent(
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
 }
 
-/** Build the packages (`tsc -b`), as `npm run build` does for the server. */
-export function build(): void {
-  log('building (tsc -b)');
-  const tsc = join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  const result = spawnSync(process.execPath, [tsc, '-b'], { cwd: REPO_ROOT, stdio: 'inherit' });
-  if (result.status !== 0)
-    throw new Error('`tsc -b` failed: fix the build (npm run build), or pass --skip-build.');
-}
-
 /** What a gateway logs (info) once it archives every change under its root. */
 export const ARCHIVING_ON_MESSAGE = 'archiving every change to the notebooks under the root';
-
-/** A target and whether the run met it. */
-export interface ITargetCheck {
-  readonly text: string;
-  readonly met: boolean;
-}
-
-/**
- * A benchmark's report, as docs/benchmarks.md shows it: a heading, the command, date, machine
- * and run time, more `head` items, the sections, then every target with met or missed.
- */
-export function reportText(report: {
-  readonly title: string;
-  readonly command: string;
-  readonly machine: string;
-  readonly seconds: number;
-  readonly head: readonly string[];
-  readonly sections: readonly string[];
-  readonly checks: readonly ITargetCheck[];
-}): { text: string; allMet: boolean } {
-  const { checks } = report;
-  const met = checks.filter(check => check.met).length;
-  const allMet = met === checks.length;
-  const summary = allMet
-    ? `targets met (${met} of ${checks.length})`
-    : `targets missed: ${checks.length - met} of ${checks.length} (${checks
-        .filter(check => !check.met)
-        .map(check => check.text.split(':')[0])
-        .join('; ')})`;
-  const text = [
-    `## ${report.title}`,
-    '',
-    `- Command: \`${report.command}\``,
-    `- Date: ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}`,
-    `- Machine: ${report.machine}`,
-    `- Run time: ${Math.round(report.seconds)} s`,
-    ...report.head.map(item => `- ${item}`),
-    '',
-    ...report.sections,
-    `### Targets: ${allMet ? 'met' : 'missed'}`,
-    '',
-    ...checks.map(check => `- ${check.text}: ${check.met ? 'met' : '**missed**'}`),
-    '',
-    `**${summary}**`,
-    ''
-  ].join('\n');
-  return { text, allMet };
-}
 
 /** The JSON lines a gateway wrote with the given message. */
 export function logLines(gateway: IGatewayProcess, msg: string): Array<Record<string, unknown>> {
@@ -174,47 +117,54 @@ export function machineLine(temporary: string): string {
   return machineDescription(`; temporary directories (${temporary}) on ${fileSystemOf(tmpdir())}`);
 }
 
+/**
+ * The machine, with the project venv's Python and the versions of `modules` (say
+ * `['jupyter_server']`): `, Python 3.12.3 / jupyter_server 2.17.0`, or `unknown` when that
+ * Python cannot say.
+ */
+export function machineWithPython(modules: readonly string[]): string {
+  let python = 'unknown';
+  const versions = modules.map(name => `"/ ${name}", ${name}.__version__`).join(', ');
+  try {
+    python = execFileSync(
+      findVenvPython(),
+      ['-c', `import sys, ${modules.join(', ')}; print(sys.version.split()[0], ${versions})`],
+      { encoding: 'utf8', timeout: 30_000 }
+    ).trim();
+  } catch {
+    // reported as unknown
+  }
+  return machineDescription(`, Python ${python}`);
+}
+
 // ---------------------------------------------------------------------------------------------
-// docs/benchmarks.md
+// The run
 
-export const DOCS_FILE = join(REPO_ROOT, 'docs', 'benchmarks.md');
-/** Where the contents benchmark's page starts: it rewrites everything below its own marker. */
-const CONTENTS_HEADING = '# Contents API benchmark';
-const CONTENTS_MARKER = '<!-- Generated by `npm run bench:contents`';
-
-/** A part of docs/benchmarks.md that a benchmark rewrites. */
-export interface IGeneratedSection {
-  /** The marker lines around the generated part. */
-  readonly begin: string;
-  readonly end: string;
-  /** The section's heading and description, written above the markers the first time. */
-  readonly intro: string;
+/** The command line of this run as the reports show it: `npm run <script> -- <arguments>`. */
+export function commandLine(script: string): string {
+  const argv = process.argv.slice(2);
+  return `npm run ${script}${argv.length > 0 ? ` -- ${argv.join(' ')}` : ''}`;
 }
 
 /**
- * Replace the generated part of a section with `body`; the first time, add the section (intro
- * and markers) just above the contents benchmark's page, which rewrites everything below its
- * own marker.
+ * Run a benchmark: `run` under a watchdog that stops every server after `deadlineMs`, then the
+ * clean-up steps whatever happened. A failure sets the exit status; a missed target does not
+ * (a benchmark measures, it does not test).
  */
-export function writeGeneratedSection(section: IGeneratedSection, body: string): void {
-  const { begin: BEGIN, end: END } = section;
-  const block = `${BEGIN}\n\n${body}\n${END}\n`;
-  const current = existsSync(DOCS_FILE) ? readFileSync(DOCS_FILE, 'utf8') : '';
-  const begin = current.indexOf(BEGIN);
-  const end = current.indexOf(END);
-  let next: string;
-  if (begin >= 0 && end > begin) {
-    next = current.slice(0, begin) + block + current.slice(end + END.length + 1);
-  } else {
-    let at = current.indexOf(`\n${CONTENTS_HEADING}\n`);
-    if (at >= 0) at += 1;
-    else at = current.indexOf(CONTENTS_MARKER);
-    if (at < 0) at = current.length;
-    next = current.slice(0, at) + `${section.intro}\n${block}\n` + current.slice(at);
+export async function runBenchmark(run: () => Promise<void>, deadlineMs: number): Promise<void> {
+  const watchdog = setTimeout(() => {
+    log(`the run took more than ${deadlineMs / 60_000} minutes: aborting`);
+    void cleanUp().finally(() => process.exit(1));
+  }, deadlineMs);
+  watchdog.unref();
+  try {
+    await run();
+  } catch (error) {
+    // After a signal the servers are going away under the run: that is no failure to report.
+    if (!cleaningUp()) log(`failed: ${(error as Error).stack ?? String(error)}`);
+    process.exitCode = 1;
+  } finally {
+    await cleanUp();
+    clearTimeout(watchdog);
   }
-  const contents = next.indexOf(CONTENTS_MARKER);
-  if (contents >= 0 && contents < next.indexOf(END)) {
-    throw new Error(`${DOCS_FILE}: the section of ${BEGIN} must stay above the contents marker`);
-  }
-  writeFileSync(DOCS_FILE, next);
 }

@@ -3,16 +3,10 @@
  * workers sending one request after another for a fixed time, every answer checked and timed to
  * its last byte, and the CPU time of the processes behind the server (`/proc`) around each round.
  */
-import { readFileSync, readdirSync } from 'node:fs';
-import {
-  Agent,
-  request,
-  type IncomingHttpHeaders,
-  type OutgoingHttpHeaders,
-  type RequestOptions
-} from 'node:http';
-import { machineBusyMs, processCpuMs } from './cpu';
-import { latency, type ILatency } from './format';
+import { Agent, type OutgoingHttpHeaders, type RequestOptions } from 'node:http';
+import { sendRequest, type IBenchResponse } from './client';
+import { childPids, machineBusyMs, processCpuMs } from './cpu';
+import { latency, type ILatency } from './stats';
 
 /** A request that takes longer fails the run. */
 export const REQUEST_TIMEOUT_MS = 30_000;
@@ -84,24 +78,6 @@ export interface IHttpTarget {
 // ---------------------------------------------------------------------------------------------
 // CPU accounting
 
-/** The processes whose parent is `pid` (Jupyter's kernels). */
-export function childPids(pid: number | null): number[] {
-  if (pid === null) return [];
-  const children: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) {
-        children.push(Number(entry));
-      }
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return children;
-}
-
 /** A snapshot of the counters: the `others` field holds the machine's total busy time. */
 export function cpuNow(pids: IPids): ICpu {
   const own = process.cpuUsage();
@@ -144,13 +120,8 @@ export async function otherLoad(ms: number): Promise<number> {
 // ---------------------------------------------------------------------------------------------
 // Requests
 
-export interface IHttpAnswer {
-  readonly status: number;
-  readonly headers: IncomingHttpHeaders;
-  readonly contentLength: number | undefined;
-  readonly body: Buffer | undefined;
-  readonly bodyBytes: number;
-}
+/** An answer of {@link httpGet}. */
+export type IHttpAnswer = IBenchResponse;
 
 /** One request, read to its last byte. */
 export function httpGet(
@@ -162,34 +133,15 @@ export function httpGet(
   method = 'GET',
   body?: Buffer
 ): Promise<IHttpAnswer> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { ...endpoint.connect, method, path, headers, agent, timeout: REQUEST_TIMEOUT_MS },
-      res => {
-        const chunks: Buffer[] = [];
-        let bodyBytes = 0;
-        res.on('data', (chunk: Buffer) => {
-          bodyBytes += chunk.length;
-          if (keepBody) chunks.push(chunk);
-        });
-        res.on('error', reject);
-        res.on('end', () => {
-          const length = res.headers['content-length'];
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            contentLength: length === undefined ? undefined : Number(length),
-            body: keepBody ? Buffer.concat(chunks) : undefined,
-            bodyBytes
-          });
-        });
-      }
-    );
-    req.on('timeout', () =>
-      req.destroy(new Error(`${method} ${path} took more than ${REQUEST_TIMEOUT_MS} ms`))
-    );
-    req.on('error', reject);
-    req.end(body);
+  return sendRequest({
+    connect: endpoint.connect,
+    method,
+    path,
+    headers,
+    agent,
+    timeoutMs: REQUEST_TIMEOUT_MS,
+    body,
+    keepBody
   });
 }
 

@@ -5,10 +5,11 @@
  * of saves over a set of paths, one save per path at a time (as one editor saves one notebook).
  */
 import { readFile } from 'node:fs/promises';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { join } from 'node:path';
 import { ArchiveJournal } from '../src/archive/journal';
 import type { IGatewayProcess } from '../test/support/gateway';
+import { sendRequest } from './client';
 import { sleep } from './harness';
 import { generateNotebook, type JsonObject } from './notebook';
 
@@ -101,52 +102,32 @@ export class ContentsSaver {
    *
    * @throws unless the answer is 200 or 201.
    */
-  save(apiPath: string, body: Buffer): Promise<number> {
+  async save(apiPath: string, body: Buffer): Promise<number> {
     const path = `${this.target.baseUrl}api/contents/${apiPath
       .split('/')
       .map(encodeURIComponent)
       .join('/')}`;
-    return new Promise((resolve, reject) => {
-      const start = performance.now();
-      const req = request(
-        {
-          host: '127.0.0.1',
-          port: this.target.port,
-          method: 'PUT',
-          path,
-          agent: this._agent,
-          timeout: REQUEST_TIMEOUT_MS,
-          headers: {
-            Authorization: `token ${this.target.token}`,
-            'Content-Type': 'application/json',
-            'Content-Length': body.length
-          }
-        },
-        res => {
-          const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('error', reject);
-          res.on('end', () => {
-            const ms = performance.now() - start;
-            const status = res.statusCode ?? 0;
-            if (status !== 200 && status !== 201) {
-              reject(
-                new Error(
-                  `${this.label}: PUT ${path} answered ${status}: ${Buffer.concat(chunks)
-                    .toString('utf8')
-                    .slice(0, 500)}`
-                )
-              );
-            } else resolve(ms);
-          });
-        }
-      );
-      req.on('timeout', () =>
-        req.destroy(new Error(`PUT ${path} took more than ${REQUEST_TIMEOUT_MS} ms`))
-      );
-      req.on('error', reject);
-      req.end(body);
+    const answer = await sendRequest({
+      connect: { host: '127.0.0.1', port: this.target.port },
+      method: 'PUT',
+      path,
+      headers: {
+        Authorization: `token ${this.target.token}`,
+        'Content-Type': 'application/json',
+        'Content-Length': body.length
+      },
+      agent: this._agent,
+      timeoutMs: REQUEST_TIMEOUT_MS,
+      body
     });
+    if (answer.status !== 200 && answer.status !== 201) {
+      throw new Error(
+        `${this.label}: PUT ${path} answered ${answer.status}: ${(answer.body ?? Buffer.alloc(0))
+          .toString('utf8')
+          .slice(0, 500)}`
+      );
+    }
+    return answer.ms;
   }
 
   close(): void {

@@ -20,6 +20,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { mean, quantile } from './stats';
 
 /** Wall and main-thread CPU time of the calls of one wrapped function, in ms. */
 export interface ISpanSamples {
@@ -34,12 +35,13 @@ export interface ISpanRecord {
 }
 
 /**
- * The functions wrapped: span name, module below `lib/`, the exported class (or `''` for an
- * exported function) and the method or function name.
+ * The functions wrapped: span name, module relative to the gateway's `lib/` (the notebook format's
+ * are in `@jupyter-store/nbformat`'s own `lib/`), the exported class (or `''` for an exported
+ * function) and the method or function name.
  */
 export const SPAN_TARGETS: ReadonlyArray<readonly [string, string, string, string]> = [
   ['auth: Authenticator.authenticate', 'gateway/auth.js', 'Authenticator', 'authenticate'],
-  ['json: parsePythonJson', 'contents/nbformat/pyjson.js', '', 'parsePythonJson'],
+  ['json: parsePythonJson', '../../nbformat/lib/json.js', '', 'parsePythonJson'],
   ['validate: parseRequest (schema)', 'http/schema.js', '', 'parseRequest'],
   ['manager.put', 'contents/manager.js', 'ContentsManager', 'put'],
   ['manager.saveNow', 'contents/manager.js', 'ContentsManager', 'saveNow'],
@@ -57,7 +59,7 @@ export const SPAN_TARGETS: ReadonlyArray<readonly [string, string, string, strin
     'NotebookNotary',
     'computeSignature'
   ],
-  ['serialise: serializeNotebook', 'contents/nbformat/notebook.js', '', 'serializeNotebook'],
+  ['serialise: serializeNotebook', '../../nbformat/lib/notebook.js', '', 'serializeNotebook'],
   ['file: RootFs.writeFileAtomic', 'contents/rootFs.js', 'RootFs', 'writeFileAtomic'],
   ['checkpoints.list', 'contents/checkpoints.js', 'FileCheckpoints', 'list'],
   ['manager.get (model after save)', 'contents/manager.js', 'ContentsManager', 'get'],
@@ -180,17 +182,6 @@ process.on('exit', () => {
 /** Read what a gateway recorded. */
 export async function readSpans(file: string): Promise<ISpanRecord> {
   return JSON.parse(await readFile(file, 'utf8')) as ISpanRecord;
-}
-
-/** Mean of some numbers (NaN when there are none). */
-function mean(values: readonly number[]): number {
-  return values.length === 0 ? NaN : values.reduce((a, b) => a + b, 0) / values.length;
-}
-
-function quantile(values: readonly number[], q: number): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
 
 /**

@@ -13,17 +13,17 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { labDefaults, startGatewayProcess } from '../test/support/gateway';
-import { startJupyterServer } from '../test/support/jupyterServer';
+import { labDefaults, startGatewayProcess } from '../../test/support/gateway';
+import { startJupyterServer } from '../../test/support/jupyterServer';
 import {
   archiveSettings,
   createVersionedBucket,
   startMinio,
   type IObjectServer
-} from '../test/support/objectServers';
-import { ContentsClient } from './client';
-import { formatMs } from './format';
-import { generateNotebook } from './notebook';
+} from '../../test/support/objectServers';
+import { ContentsClient } from '../client';
+import { formatMs } from '../stats';
+import { generateNotebook } from '../notebook';
 
 /** The servers compared. */
 export type FirstSaveServer = 'jupyter' | 'gateway, archiving off' | 'gateway, archiving on';
