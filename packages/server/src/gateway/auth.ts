@@ -261,13 +261,6 @@ export function isAuthorized(
   return authentication?.permissions[resource]?.includes(action) ?? false;
 }
 
-/** The action Jupyter's `@authorized` ties to an HTTP method; none for OPTIONS (CORS). */
-export function methodAction(method: string | undefined): JupyterAction | undefined {
-  if (method === 'GET' || method === 'HEAD') return 'read';
-  if (method === 'OPTIONS') return undefined;
-  return 'write';
-}
-
 /**
  * Express middleware for a route behind {@link requireJupyterAuth} (or a page guard that sets
  * `request.jupyterAuth`): passes when the upstream's `Authorizer` allows `action` on `resource`,
@@ -280,18 +273,6 @@ export function requirePermission(
 ): RequestHandler {
   return (request: Request, _response: Response, next: NextFunction) => {
     if (isAuthorized(request.jupyterAuth, resource, action)) next();
-    else next(notAuthorized(resource, action));
-  };
-}
-
-/**
- * Express middleware asking, for every request, the action of its method on `resource` (GET and
- * HEAD `read`, other methods `write`), as Jupyter's `@authorized` handlers do.
- */
-export function requireMethodPermission(resource: JupyterResource): RequestHandler {
-  return (request: Request, _response: Response, next: NextFunction) => {
-    const action = methodAction(request.method);
-    if (action === undefined || isAuthorized(request.jupyterAuth, resource, action)) next();
     else next(notAuthorized(resource, action));
   };
 }

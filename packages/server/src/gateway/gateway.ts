@@ -6,6 +6,7 @@ import { createNotary, normalizeBaseUrl } from '../app';
 import { ContentsManager } from '../contents/manager';
 import { contentsApi } from '../contents/routes';
 import { jupyterDataDir } from '../contents/trust';
+import { httpErrors } from '../http/errorCatalogue';
 import { sendError } from '../http/errors';
 import { requirePageAuth } from '../pages/pageAuth';
 import { assemble, type ISurface } from './assemble';
@@ -225,7 +226,7 @@ export class Gateway {
       response.setHeader('Content-Security-Policy', this._apiCsp);
       // Reached when no route of ours answered: a JSON 404, never express's HTML page.
       this.app(request as express.Request, response as express.Response, () =>
-        sendError(response as express.Response, 404, 'Not Found', 'no such route')
+        sendError(response as express.Response, httpErrors.noSuchRoute('Not Found'))
       );
     } else if (
       this.contentsBackend === 'jupyter' &&

@@ -237,6 +237,14 @@ export function passedOnError(
   return new HttpError(status, message, reason, options);
 }
 
+/**
+ * The answer to an error nobody raised on purpose: a 500 that says no more than Jupyter's own
+ * (reason null, no stack trace, no detail; the error itself goes to the log).
+ */
+export function unhandledError(): HttpError {
+  return new HttpError(500, 'Unhandled error', null);
+}
+
 /** Is this an error raised through the named entry (same status and reason)? */
 export function isCatalogued(error: unknown, name: ErrorName): error is HttpError {
   const entry: ErrorCatalogue.IEntry = errorCatalogue[name];

@@ -1,7 +1,13 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import { HttpError } from '../errors';
 import { ObjectStoreError, type ObjectStoreErrorKind } from '../storage/objectStore';
-import { errorCatalogue, httpErrors, passedOnError, type ErrorName } from './errorCatalogue';
+import {
+  errorCatalogue,
+  httpErrors,
+  passedOnError,
+  unhandledError,
+  type ErrorName
+} from './errorCatalogue';
 
 /**
  * How a Node system error is answered: the catalogue entry, and the message naming the path
@@ -155,28 +161,15 @@ export function toHttpError(error: unknown): HttpError | undefined {
   return errnoError(error);
 }
 
-/** Send Jupyter's error body `{"message", "reason"}` with the status. */
-export function sendError(res: Response, error: HttpError): void;
-export function sendError(
-  res: Response,
-  status: number,
-  message: string,
-  reason: string | null
-): void;
-export function sendError(
-  res: Response,
-  statusOrError: number | HttpError,
-  message?: string,
-  reason?: string | null
-): void {
+/** Send Jupyter's error body `{"message", "reason"}` with the error's status. */
+export function sendError(res: Response, error: HttpError): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const error = typeof statusOrError === 'number' ? undefined : statusOrError;
-  res.status(error ? error.status : (statusOrError as number));
+  res.status(error.status);
   res.setHeader('Content-Type', 'application/json');
-  res.end(error ? errorBody(error) : JSON.stringify({ message, reason: reason ?? null }));
+  res.end(errorBody(error));
 }
 
 /** Jupyter's error body `{"message", "reason"}` of an error, as JSON. */
@@ -200,7 +193,7 @@ export function errorHandler(
       return;
     }
     log('unhandled error', error);
-    sendError(res, 500, 'Unhandled error', null);
+    sendError(res, unhandledError());
   };
 }
 

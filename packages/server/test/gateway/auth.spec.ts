@@ -13,9 +13,7 @@ import {
   Authenticator,
   DEFAULT_REQUEST_CHECKS,
   isAuthorized,
-  methodAction,
   requireJupyterAuth,
-  requireMethodPermission,
   requirePermission,
   type IAuthentication
 } from '../../src/gateway/auth';
@@ -211,14 +209,6 @@ describe('guards', () => {
     return passed;
   }
 
-  test("methods map to Jupyter's actions", () => {
-    expect(['GET', 'HEAD'].map(methodAction)).toEqual(['read', 'read']);
-    expect(['PUT', 'POST', 'PATCH', 'DELETE', 'PROPFIND'].map(methodAction)).toEqual(
-      new Array(5).fill('write')
-    );
-    expect(methodAction('OPTIONS')).toBeUndefined();
-  });
-
   test('requirePermission refuses with 403 "not authorized" unless the action is granted', () => {
     const write = requirePermission('contents', 'write');
     expect(run(write, withPermissions(['read', 'write']))).toBeUndefined();
@@ -232,28 +222,12 @@ describe('guards', () => {
     expect(run(write, { method: 'GET' } as express.Request)).toMatchObject({ status: 403 });
   });
 
-  test("requireMethodPermission asks the method's action", () => {
-    const guard = requireMethodPermission('contents');
-    for (const method of ['GET', 'HEAD']) {
-      expect(run(guard, withPermissions(['read'], method))).toBeUndefined();
-      expect(run(guard, withPermissions(['write'], method))).toMatchObject({ status: 403 });
-    }
-    for (const method of ['PUT', 'POST', 'PATCH', 'DELETE']) {
-      expect(run(guard, withPermissions(['read'], method))).toMatchObject({
-        status: 403,
-        reason: 'not authorized'
-      });
-      expect(run(guard, withPermissions(['write'], method))).toBeUndefined();
-    }
-    expect(run(guard, withPermissions([], 'OPTIONS'))).toBeUndefined();
-  });
-
   test('over HTTP: cross-origin writes with a token the server does not require are refused', async () => {
     const app = express();
     const auth = authenticator();
     app.use(
       requireJupyterAuth(auth, DEFAULT_REQUEST_CHECKS),
-      requireMethodPermission('contents'),
+      requirePermission('contents', 'write'),
       (_req, res) => void res.status(201).json({ done: true })
     );
     app.use(errorHandler());
