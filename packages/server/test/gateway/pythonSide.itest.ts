@@ -548,7 +548,8 @@ describe.each(['node', 'jupyter'] as const)('contents_backend=%s with collaborat
         const { value: shown } = await poll('Lab to answer the opening', STEP_MS, async note => {
           const dialogs = await dialogTexts(lab.page);
           note(JSON.stringify(dialogs));
-          return dialogs.find(text => /script\.py/.test(text));
+          // The whole dialog: its body can be rendered a moment before its title.
+          return dialogs.find(text => /File Load Error for script\.py/.test(text));
         });
         figure.jupytextScriptInLab = shown;
         expect(shown).toMatch(/File Load Error for script\.py/);
