@@ -142,6 +142,17 @@ export const ArchiveStatusSchema = z
       .int()
       .nonnegative()
       .meta({ description: 'Saves archived since the gateway started.' }),
+    /** Saves skipped for a newer state of their path (`archive_min_interval_seconds`). */
+    coalesced: z
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .meta({
+        description:
+          'Saves not archived since the gateway started because a newer state of their path ' +
+          'replaced them within archive_min_interval_seconds (the newest state always is archived).'
+      }),
     /** When the last save was archived (ISO 8601), or null. */
     last_archived_at: dateTime(
       'When the last save was archived (ISO 8601, UTC); null when none was.'
@@ -243,7 +254,43 @@ export const ObjectVersionSchema = z
       .meta({ description: 'The version id, as `POST api/store/clone` takes it.' }),
     last_modified: dateTime('When the version was written (ISO 8601, UTC).'),
     size: z.number().int().nonnegative().meta({ description: 'Its size in bytes.' }),
-    is_latest: z.boolean().meta({ description: 'True for the current version.' })
+    is_latest: z.boolean().meta({ description: 'True for the current version.' }),
+    /**
+     * Archived versions only: the notebook path the version was archived under. It differs from
+     * the listing's `path` for the versions of the notebook's earlier paths (before renames).
+     * Servers before renames were followed leave it out: read it as the listing's `path`.
+     */
+    path: z
+      .string()
+      .optional()
+      .meta({
+        description:
+          'Archived versions only: the notebook path this version was archived under (its key is ' +
+          "`<workspace_prefix>/<path>`). It differs from the listing's `path` for the versions of " +
+          "the notebook's earlier paths, listed after its own. Absent from older servers: the " +
+          "listing's `path`."
+      }),
+    /** Archived versions only: the key the version is stored under (`<workspace_prefix>/<path>`). */
+    object_key: z
+      .string()
+      .optional()
+      .meta({
+        description:
+          "Archived versions only: the version's key in `object_bucket`, as `POST api/store/clone` " +
+          "takes it (the key of its own `path`). Absent from older servers: the copy's `object_key`."
+      }),
+    /**
+     * Archived versions only: set on the version a rename wrote (the first at its new path), to
+     * the path the notebook had before; the listing goes on with that path's versions.
+     */
+    renamed_from: z
+      .string()
+      .optional()
+      .meta({
+        description:
+          'Archived versions only: set on the first version archived after a rename, to the path ' +
+          'the notebook was renamed from. The versions of that path follow it in the listing.'
+      })
   })
   .meta({ description: 'One stored version of an object.' });
 

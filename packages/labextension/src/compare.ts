@@ -39,6 +39,12 @@ export interface IComparison {
   /** How the tab names each side; by default a name made from the ref. */
   readonly baseLabel?: string;
   readonly remoteLabel?: string;
+  /**
+   * The path a side's archived version is read at when it is not `path`: a version of the
+   * notebook's earlier path, before a rename (its `path` in the listing).
+   */
+  readonly basePath?: string;
+  readonly remotePath?: string;
 }
 
 /** One version to show read-only. */
@@ -111,7 +117,13 @@ export class VersionComparer {
     const involvesUnsaved = request.base === UNSAVED_REF || request.remote === UNSAVED_REF;
     const key = involvesUnsaved
       ? null
-      : JSON.stringify([request.path, request.base ?? null, request.remote ?? null]);
+      : JSON.stringify([
+          request.path,
+          request.base ?? null,
+          request.remote ?? null,
+          request.basePath ?? null,
+          request.remotePath ?? null
+        ]);
     const open = key === null ? undefined : this._tabs.get(key);
     if (open && !open.isDisposed) {
       this._app.shell.activateById(open.id);
@@ -207,7 +219,9 @@ export class VersionComparer {
       base: base.ref,
       remote: remote.ref,
       baseLabel: base.label,
-      remoteLabel: remote.label
+      remoteLabel: remote.label,
+      basePath: base.path,
+      remotePath: remote.path
     });
   }
 
@@ -218,6 +232,7 @@ export class VersionComparer {
     baseLabel?: string
   ): Promise<MainAreaWidget<NotebookDiffView> | null> {
     const trans = this._trans;
+    let basePath: string | undefined;
     if (base === undefined) {
       const choices = await this._choices(path, { current: true, unsaved: false });
       if (!choices) return null;
@@ -233,9 +248,9 @@ export class VersionComparer {
         ]
       );
       if (!picked) return null;
-      [{ ref: base, label: baseLabel }] = picked;
+      [{ ref: base, label: baseLabel, path: basePath }] = picked;
     }
-    return this.compare({ path, base, baseLabel, remote: UNSAVED_REF });
+    return this.compare({ path, base, baseLabel, basePath, remote: UNSAVED_REF });
   }
 
   /** Preview a version picked in a dialog. */
@@ -295,14 +310,26 @@ export class VersionComparer {
   }
 
   /** GET the diff of two refs; POST it when one side is the unsaved notebook. */
-  private _fetchDiff(request: IComparison): Promise<NotebookDiff> {
+  private async _fetchDiff(request: IComparison): Promise<NotebookDiff> {
     const { path, base, remote } = request;
-    if (base !== UNSAVED_REF && remote !== UNSAVED_REF) {
+    const elsewhere = (ref: string | undefined, at: string | undefined) =>
+      ref !== undefined && at !== undefined && at !== path;
+    const moved = elsewhere(base, request.basePath) || elsewhere(remote, request.remotePath);
+    if (base !== UNSAVED_REF && remote !== UNSAVED_REF && !moved) {
       return this._client.diff(path, { base, remote });
     }
-    const onScreen = this._unsavedNotebook(path);
-    const operand = (ref: string | undefined) => (ref === UNSAVED_REF ? onScreen : ref);
-    return this._client.diffInline({ path, base: operand(base), remote: operand(remote) });
+    // The unsaved notebook, and a version of an earlier path (which no ref at `path` names),
+    // are sent inline.
+    const operand = async (ref: string | undefined, at: string | undefined) => {
+      if (ref === UNSAVED_REF) return this._unsavedNotebook(path);
+      if (ref === undefined || at === undefined || at === path) return ref;
+      return (await this._client.versionContent(at, ref, 'workspace')).content;
+    };
+    const [baseOperand, remoteOperand] = await Promise.all([
+      operand(base, request.basePath),
+      operand(remote, request.remotePath)
+    ]);
+    return this._client.diffInline({ path, base: baseOperand, remote: remoteOperand });
   }
 
   /** The model of the open notebook at `path`, as nbformat JSON. */
@@ -351,10 +378,16 @@ export class VersionComparer {
     }
     for (const copy of ['workspace', 'published'] as const) {
       for (const version of listing[copy].versions) {
+        // A version of the notebook's earlier path (before a rename) is read there.
+        const earlier = copy === 'workspace' && version.path !== undefined && version.path !== path;
+        const label = versionLabel(copy, version, trans);
         choices.push({
           ref: versionRef(copy, version),
-          label: versionLabel(copy, version, trans),
-          group: copy
+          label: earlier
+            ? trans.__('%1, as %2', label, PathExt.basename(version.path ?? ''))
+            : label,
+          group: copy,
+          ...(earlier ? { path: version.path } : {})
         });
       }
     }
@@ -420,6 +453,8 @@ namespace Private {
     readonly label: string;
     /** `special`: the unsaved notebook or the file on disk. */
     readonly group: 'special' | 'workspace' | 'published';
+    /** The path an archived version is read at when it is not the notebook's (see IComparison). */
+    readonly path?: string;
   }
 
   /** One list of a picker, with the ref selected at first. */

@@ -274,7 +274,10 @@ function addCompareCommands(context: IFeatureContext, comparer: VersionComparer)
         base,
         remote,
         baseLabel: text(args, 'baseLabel'),
-        remoteLabel: text(args, 'remoteLabel')
+        remoteLabel: text(args, 'remoteLabel'),
+        // Versions of the notebook's earlier path (before a rename) are read there.
+        basePath: text(args, 'basePath'),
+        remotePath: text(args, 'remotePath')
       });
     }
   });

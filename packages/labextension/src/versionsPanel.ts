@@ -1,5 +1,6 @@
 import type { ObjectVersion, VersionListing } from '@jupyter-store/contract';
 import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { PathExt } from '@jupyterlab/coreutils';
 import type * as nbformat from '@jupyterlab/nbformat';
 import type { DocumentRegistry } from '@jupyterlab/docregistry';
 import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
@@ -305,6 +306,7 @@ export class VersionsPanel extends Widget {
     for (const [index, version] of versions.entries()) {
       const item = Dom.element('li', 'jp-store-Version');
       item.dataset.versionId = version.object_version_id;
+      if (kind === 'workspace' && version.path !== undefined) item.dataset.path = version.path;
       const facts = Dom.element('div', 'jp-store-Version-facts');
       const time = Dom.element('time', 'jp-store-Version-time', formatTime(version.last_modified));
       time.dateTime = version.last_modified;
@@ -315,12 +317,25 @@ export class VersionsPanel extends Widget {
       if (version.is_latest) {
         facts.appendChild(Dom.element('span', 'jp-store-Version-badge', trans.__('latest')));
       }
+      const earlier = Private.earlierPath(kind, listing, version);
+      if (earlier !== undefined) {
+        // Saved before a rename: the notebook had another path then.
+        const name = Dom.element(
+          'span',
+          'jp-store-Version-path',
+          trans.__('as %1', PathExt.basename(earlier))
+        );
+        name.title = trans.__('Archived as %1, before the notebook was renamed', earlier);
+        facts.appendChild(name);
+      }
       facts.title = trans.__('Version id: %1', version.object_version_id);
       item.appendChild(facts);
       const actions = Dom.element('div', 'jp-store-Version-actions');
       const text = Private.buttonText(trans, formatTime(version.last_modified));
       actions.append(
-        this._button('open', text, () => this._openVersion(listing, key, version)),
+        this._button('open', text, () =>
+          this._openVersion(listing, version.object_key ?? key, version)
+        ),
         this._button('restore', text, () => this._restoreVersion(listing, key, version)),
         this._button('preview', text, () => this._preview(this._previewOf(kind, version)))
       );
@@ -366,8 +381,9 @@ export class VersionsPanel extends Widget {
   }
 
   private _previewOf(kind: 'workspace' | 'published', version: ObjectVersion): IPreview {
+    const path = this._notebook?.context.path ?? '';
     return {
-      path: this._notebook?.context.path ?? '',
+      path: this._earlierPath(kind, version) ?? path,
       ref: versionRef(kind, version),
       label: versionLabel(kind, version, this._trans)
     };
@@ -388,6 +404,7 @@ export class VersionsPanel extends Widget {
       path: panel.context.path,
       base: versionRef(kind, version),
       baseLabel: versionLabel(kind, version, this._trans),
+      basePath: this._earlierPath(kind, version),
       remote: unsaved ? UNSAVED_REF : undefined,
       remoteLabel: unsaved ? this._trans.__('unsaved changes') : this._trans.__('current file')
     });
@@ -425,9 +442,19 @@ export class VersionsPanel extends Widget {
       path: panel.context.path,
       base: versionRef(kind, older),
       baseLabel: versionLabel(kind, older, this._trans),
+      basePath: this._earlierPath(kind, older),
       remote: versionRef(kind, version),
-      remoteLabel: versionLabel(kind, version, this._trans)
+      remoteLabel: versionLabel(kind, version, this._trans),
+      remotePath: this._earlierPath(kind, version)
     });
+  }
+
+  /** The earlier path a version was archived under (see `Private.earlierPath`), if any. */
+  private _earlierPath(
+    kind: 'workspace' | 'published',
+    version: ObjectVersion
+  ): string | undefined {
+    return this._listing ? Private.earlierPath(kind, this._listing, version) : undefined;
   }
 
   /** Clone the version into a new file beside the notebook, and open it. */
@@ -499,8 +526,9 @@ export class VersionsPanel extends Widget {
       trans,
       async () => {
         const copy = key === listing.published.object_key ? 'published' : 'workspace';
+        // A version of an earlier path is read there, and restored into the notebook as it is.
         const stored = await this._client.versionContent(
-          context.path,
+          Private.earlierPath(copy, listing, version) ?? context.path,
           version.object_version_id,
           copy
         );
@@ -556,6 +584,20 @@ namespace Private {
         trans.__('See what changed in the version of %1 since the one before it', when)
       ]
     };
+  }
+
+  /**
+   * The path an archived version was saved under when it is not the listing's: a version of the
+   * notebook's earlier path, before a rename, which is read (and cloned) there.
+   */
+  export function earlierPath(
+    kind: 'workspace' | 'published',
+    listing: VersionListing,
+    version: ObjectVersion
+  ): string | undefined {
+    return kind === 'workspace' && version.path !== undefined && version.path !== listing.path
+      ? version.path
+      : undefined;
   }
 
   /** The listing with the versions of the next page added after its own. */

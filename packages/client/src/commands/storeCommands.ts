@@ -397,8 +397,14 @@ function describeVersions(
     lines.push(`  ${title} (${entry.object_key}): ${count} version${count === 1 ? '' : 's'}`);
     for (const version of entry.versions) {
       const latest = version.is_latest ? '  latest' : '';
+      // A version of the notebook's earlier path (before a rename) says which: it is read there.
+      const earlier =
+        version.path !== undefined && version.path !== listing.path ? `  as ${version.path}` : '';
+      const renamed =
+        version.renamed_from === undefined ? '' : `  renamed from ${version.renamed_from}`;
       lines.push(
-        `    ${version.object_version_id}  ${version.last_modified}  ${version.size} bytes${latest}`
+        `    ${version.object_version_id}  ${version.last_modified}  ${version.size} bytes` +
+          `${latest}${earlier}${renamed}`
       );
     }
   }

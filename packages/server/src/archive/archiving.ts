@@ -1,4 +1,5 @@
 import type { ContentsManager } from '../contents/manager';
+import { VersionCheckpoints } from '../contents/versionCheckpoints';
 import type { Logger } from '../gateway/logger';
 import {
   EMBEDDED_BUCKET,
@@ -110,6 +111,7 @@ export class Archiving {
       maxThreads: settings.max_threads,
       log: archiveLog,
       backoff: { capMs: settings.archive_retry_max_seconds * 1000, ...options.backoff },
+      minIntervalMs: settings.archive_min_interval_seconds * 1000,
       onArchived: (entry, versionId, attachment) =>
         wired.intake?.archived(entry, versionId, attachment)
     });
@@ -150,6 +152,25 @@ export class Archiving {
       if (change.action === 'rename') intake.renamed(change.from, change.to, 'gateway');
       else if (change.action === 'delete') intake.removed(change.path, 'gateway');
     });
+    manager.useVersionCheckpoints(
+      settings.versions_as_checkpoints
+        ? new VersionCheckpoints({
+            store,
+            bucket,
+            prefix: settings.workspace_prefix,
+            covers: apiPath => filter.covers(apiPath),
+            max: settings.versions_as_checkpoints_max,
+            log: message => archiveLog.warn(message),
+            // JupyterLab asks for a checkpoint right after a save: let that save reach the bucket.
+            // At most 5 s in all: with object storage out of reach, the answer is Jupyter's copy.
+            settled: async () => {
+              const deadline = Date.now() + 5000;
+              await intake.idle(5000);
+              await queue.flush(Math.max(0, deadline - Date.now()));
+            }
+          })
+        : undefined
+    );
 
     // Watch before the first scan, so that nothing written meanwhile falls between the two.
     const watcher = new FileSystemWatcher({

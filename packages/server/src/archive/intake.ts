@@ -41,6 +41,9 @@ export type SourceCounts = Record<ChangeSource, { seen: number; archived: number
  *   included), so an unchanged Ctrl+S, a touch or a rewrite with the same bytes adds no version.
  * - **Renames.** A rename reported as one (the gateway's, Jupyter's event) archives the file
  *   under its new key with `renamed-from` metadata, then puts a delete marker on the old key.
+ *   The metadata goes with the first record queued at the new path after the rename, whoever
+ *   queues it: a save that comes before the rename's own read (Lab saves right after renaming)
+ *   carries it, else the rename's history would lose the link.
  *   A delete is held for `renameWindowMs` (or until the scan that found it ends): if a new path
  *   turns up with the deleted path's content meanwhile, the pair is recorded as a rename.
  * - **Memory.** Bulk producers (the scan) wait for room in the queue before reading, so a root
@@ -242,6 +245,7 @@ export class ArchiveIntake implements IChangeSink {
       const known = this._known.get(old);
       this._known.delete(old);
       this._bumpGeneration(old);
+      if (known) this._renamedInto.set(now, old);
       void this._chainLook(now, async () => {
         const read = await this._settleAndRead(now);
         if (read.kind === 'file' && this._filter.covers(now)) {
@@ -254,7 +258,6 @@ export class ArchiveIntake implements IChangeSink {
               {
                 source,
                 durable: false,
-                renamedFrom: known ? old : undefined,
                 checkLatest: this._index.isUnconfirmed(now),
                 sha256: read.sha256
               },
@@ -262,6 +265,8 @@ export class ArchiveIntake implements IChangeSink {
             );
           }
         }
+        // Nothing queued at the new path (same content as known there): no record to mark.
+        if (this._renamedInto.get(now) === old) this._renamedInto.delete(now);
         this._enqueueQuietly(
           old,
           Buffer.alloc(0),
@@ -673,6 +678,12 @@ export class ArchiveIntake implements IChangeSink {
     options: Parameters<ArchiveQueue['enqueue']>[2],
     holder: Private.IStatHolder | undefined
   ): Promise<void> {
+    const renamedFrom = this._renamedInto.get(apiPath);
+    if (renamedFrom !== undefined && options?.action !== 'delete') {
+      // The first record at a rename's new path carries the rename (see the class notes).
+      this._renamedInto.delete(apiPath);
+      options = { ...options, renamedFrom: options?.renamedFrom ?? renamedFrom };
+    }
     const previous = this._enqueueChains.get(apiPath) ?? Promise.resolve();
     const current = previous.then(async () => {
       await this._queue.enqueue(apiPath, bytes, options, holder);
@@ -785,6 +796,8 @@ export class ArchiveIntake implements IChangeSink {
   private readonly _waitingLooks = new Map<string, Promise<void>>();
   private readonly _enqueueChains = new Map<string, Promise<void>>();
   private readonly _pendingDeletes = new Map<string, Private.IPendingDelete>();
+  /** New paths of renames whose first record is not queued yet, with their old paths. */
+  private readonly _renamedInto = new Map<string, string>();
   /** Paths the gateway is writing, with how many writes (see holdObservation). */
   private readonly _holds = new Map<string, number>();
   /** How many saves the gateway reported per path (holds compare it at their end). */

@@ -206,6 +206,23 @@ export class ArchiveJournal {
     await this._markDone([seq]);
   }
 
+  /**
+   * Forget archived records together (a record with those it superseded): they are marked done
+   * in one frame, after `beforeForget` if one of them needs it, so that a replay never finds a
+   * superseded record without the one that replaced it.
+   */
+  async removeTogether(entries: readonly IJournalEntry[]): Promise<void> {
+    if (!this._beforeForget || !entries.some(entry => this._settling.has(entry.seq))) {
+      await this._markDone(entries.map(entry => entry.seq));
+      return;
+    }
+    for (const entry of entries) {
+      this._toForget.push(this._settling.get(entry.seq) ?? entryOf(entry));
+      this._settling.delete(entry.seq);
+    }
+    this._forgetting ??= this._forgetBatches(this._beforeForget);
+  }
+
   /** Wait for what {@link remove} left to finish, remember the highest number, release the lock. */
   async close(): Promise<void> {
     await this._forgetting;

@@ -2,6 +2,7 @@ import pLimit from 'p-limit';
 import type { Logger } from '../gateway/logger';
 import { objectKey } from '../storage/keys';
 import { ObjectStoreError, type IObjectStore } from '../storage/objectStore';
+import { ArchiveCoalescer } from './coalesce';
 import {
   entryOf,
   type ArchiveJournal,
@@ -28,6 +29,11 @@ export interface IArchiveStatus {
   readonly oldestPendingAgeMs: number | null;
   /** Saves archived since start-up. */
   readonly archived: number;
+  /**
+   * Saves skipped since start-up because a newer state of their path replaced them within
+   * `archive_min_interval_seconds` (0 when coalescing is off).
+   */
+  readonly coalesced: number;
   /** The last failure, cleared by the next success. */
   readonly lastError: {
     readonly message: string;
@@ -60,6 +66,8 @@ export interface IArchiveStatus {
  *   succeed by retrying: that record is kept in the journal and reported.
  * - After an ambiguous failure (or at replay) the latest object is checked for this save's id
  *   before uploading again, so a retry does not add a duplicate version.
+ * - With `minIntervalMs`, a path gets at most one version per interval: the newest state waiting
+ *   replaces the ones before it ({@link ArchiveCoalescer}), which are marked done with it.
  */
 export class ArchiveQueue {
   constructor(options: ArchiveQueue.IOptions) {
@@ -71,6 +79,7 @@ export class ArchiveQueue {
     this._limit = pLimit(options.maxThreads);
     this._backoff = { baseMs: 250, capMs: 30_000, ...options.backoff };
     this._onArchived = options.onArchived;
+    this._coalescer = new ArchiveCoalescer({ intervalMs: options.minIntervalMs ?? 0 });
   }
 
   /**
@@ -128,6 +137,7 @@ export class ArchiveQueue {
       pending: this._pending.size,
       oldestPendingAgeMs: oldest === null ? null : Math.max(0, Date.now() - oldest),
       archived: this._archived,
+      coalesced: this._coalescer.coalesced,
       lastError: this._lastError,
       storage: { ...this._storage },
       lastArchived: this._lastArchived
@@ -142,14 +152,22 @@ export class ArchiveQueue {
 
   /**
    * Wait until nothing is pending or `timeoutMs` has passed; what is still pending stays in the
-   * journal for the next start.
+   * journal for the next start. Meanwhile the newest states that coalescing holds back until the
+   * end of their interval go out at once.
    *
    * @returns the number of records still pending.
    */
   async flush(timeoutMs: number): Promise<number> {
     const deadline = Date.now() + timeoutMs;
-    while (this._pending.size > 0 && Date.now() < deadline) {
-      await sleep(Math.min(50, Math.max(1, deadline - Date.now())));
+    this._flushes++;
+    this._coalescer.release(true);
+    try {
+      while (this._pending.size > 0 && Date.now() < deadline) {
+        await sleep(Math.min(50, Math.max(1, deadline - Date.now())));
+      }
+    } finally {
+      this._flushes--;
+      this._coalescer.release(this._flushes > 0 || this._closed);
     }
     return this._pending.size;
   }
@@ -157,6 +175,7 @@ export class ArchiveQueue {
   /** Stop retrying and release the journal; pending records stay journalled. */
   async close(): Promise<void> {
     this._closed = true;
+    this._coalescer.release(true);
     this._wake();
     this._signalRoom();
     await this._journal.close();
@@ -164,26 +183,48 @@ export class ArchiveQueue {
 
   private _schedule(record: IJournalRecord, replayed: boolean): void {
     this._pending.set(record.seq, record);
+    const superseded = this._coalescer.absorb(record, replayed);
+    if (superseded) {
+      // The newer record waits in the same slot; the older one stays journalled until it is
+      // archived, and leaves the pending count now.
+      this._pending.delete(superseded.seq);
+      this._attachments.delete(superseded.seq);
+      this._signalRoom();
+      this._log.debug({ path: record.path, seq: superseded.seq }, 'superseded by a newer save');
+      return;
+    }
+    const slot = this._coalescer.open(record, replayed);
     const previous = this._pathLocks.get(record.path) ?? Promise.resolve();
     // The upload starts on the next turn of the event loop: the SDK does a millisecond of
     // synchronous work before its first await, which would otherwise come before the answer of
     // the save that queued this record.
-    const done = previous.then(nextTurn).then(() => this._archive(record, replayed));
+    const done = previous
+      .then(nextTurn)
+      .then(() => this._coalescer.take(slot))
+      .then(newest => this._archive(newest, slot.replayed, slot.superseded));
     this._pathLocks.set(record.path, done);
     void done.finally(() => {
       if (this._pathLocks.get(record.path) === done) this._pathLocks.delete(record.path);
     });
   }
 
-  /** Archive one record, retrying until it arrives or the queue closes. Never rejects. */
-  private async _archive(record: IJournalRecord, replayed: boolean): Promise<void> {
+  /**
+   * Archive one record, retrying until it arrives or the queue closes, then mark it done with
+   * the records it superseded. Never rejects.
+   */
+  private async _archive(
+    record: IJournalRecord,
+    replayed: boolean,
+    superseded: readonly IJournalEntry[] = []
+  ): Promise<void> {
     let mayExistAlready = replayed;
     for (let attempt = 0; !this._closed; attempt++) {
       await this._whenStorageOk();
       if (this._closed) return;
       try {
         const versionId = await this._limit(() => this._upload(record, mayExistAlready));
-        await this._journal.remove(record.seq);
+        if (superseded.length === 0) await this._journal.remove(record.seq);
+        else await this._journal.removeTogether([...superseded, entryOf(record)]);
         this._pending.delete(record.seq);
         this._archived++;
         this._lastError = null;
@@ -375,6 +416,9 @@ export class ArchiveQueue {
   private readonly _limit: ReturnType<typeof pLimit>;
   private readonly _backoff: { baseMs: number; capMs: number };
   private readonly _onArchived: ArchiveQueue.IOptions['onArchived'];
+  private readonly _coalescer: ArchiveCoalescer;
+  /** Flushes under way: while there are any, coalescing holds nothing back. */
+  private _flushes = 0;
   /** The specification's `path_locks`: the tail of each path's chain of archives. */
   private readonly _pathLocks = new Map<string, Promise<void>>();
   private readonly _pending = new Map<number, IJournalRecord>();
@@ -405,6 +449,11 @@ export namespace ArchiveQueue {
     log: Logger;
     /** Retry delays: the first bound and the cap (ms); default 250 ms and 30 s. */
     backoff?: { baseMs?: number; capMs?: number };
+    /**
+     * `archive_min_interval_seconds` in ms: at most one version per path per interval, the
+     * newest state always (0, the default, archives every record).
+     */
+    minIntervalMs?: number;
     /**
      * Called once per record the object store confirmed, with the version (or delete marker)
      * id, before the next record of the same path starts. Must not throw.

@@ -29,6 +29,7 @@ import { baseName, joinApiPath, normalizeApiPath, parentPath, RootResolver } fro
 import { RootFs, type IFileIdentity, type IWrittenFile, type PinnedDir } from './rootFs';
 import { moveToTrash } from './trash';
 import { NotebookNotary, type ISignature } from './trust';
+import { VersionCheckpoints } from './versionCheckpoints';
 
 /** What the save hook receives after every successful save. */
 export interface ISavedEvent {
@@ -667,31 +668,77 @@ export class ContentsManager {
     this.emitChanged({ action: 'delete', path: normalized });
   }
 
-  /** Create a checkpoint of a file. */
+  /**
+   * Offer the archived versions of the paths the archive covers as their checkpoints (see
+   * {@link VersionCheckpoints}); without it, checkpoints are Jupyter's file copies only.
+   */
+  useVersionCheckpoints(versions: VersionCheckpoints | undefined): void {
+    this.versionCheckpoints = versions;
+  }
+
+  /**
+   * Create a checkpoint of a file. Jupyter's copy is made as always; where the archive covers
+   * the path, the answer is the current archived version, which restores the same bytes.
+   */
   async createCheckpoint(apiPath: string): Promise<CheckpointModel> {
     const normalized = normalizeApiPath(apiPath);
     await this.resolver.resolve(normalized);
-    return this.checkpoints.create(normalized);
+    const created = await this.checkpoints.create(normalized);
+    const versions = this.versionsOf(normalized);
+    if (!versions) return created;
+    try {
+      return (await versions.current(normalized)) ?? created;
+    } catch (error) {
+      // Object storage out of reach: Jupyter's copy was made, and that is the checkpoint.
+      this.log(`no archived version of ${normalized} to answer: ${(error as Error).message}`);
+      return created;
+    }
   }
 
-  /** List a file's checkpoints. */
+  /** List a file's checkpoints: its archived versions where the archive covers it. */
   async listCheckpoints(apiPath: string): Promise<CheckpointModel[]> {
     const normalized = normalizeApiPath(apiPath);
     await this.resolver.resolve(normalized);
+    const versions = this.versionsOf(normalized);
+    if (versions) {
+      // Jupyter creates the checkpoint directory when it lists; so do we, for identical trees.
+      await this.checkpoints.checkpointPath(normalized);
+      try {
+        const listed = await versions.list(normalized);
+        // Not archived yet (a file older than archiving, before the first scan): Jupyter's copy.
+        if (listed.length > 0) return listed;
+      } catch (error) {
+        // Object storage out of reach: Jupyter's copy is still there to revert to.
+        this.log(`cannot list the versions of ${normalized}: ${(error as Error).message}`);
+      }
+    }
     return this.checkpoints.list(normalized);
   }
 
-  /** Restore a file from a checkpoint. */
+  /**
+   * Restore a file from a checkpoint. An archived version is saved over the file through the
+   * save path, so that the restore is archived as a new version and hooks see it.
+   */
   async restoreCheckpoint(apiPath: string, checkpointId: string): Promise<void> {
     const normalized = normalizeApiPath(apiPath);
     await this.resolver.resolve(normalized);
+    const versions = this.versionsOf(normalized);
+    if (versions && !VersionCheckpoints.isFileCheckpoint(checkpointId)) {
+      const bytes = await versions.read(normalized, checkpointId);
+      await this.saveRestored(normalized, bytes);
+      return;
+    }
     await this.checkpoints.restore(normalized, checkpointId);
   }
 
-  /** Delete a checkpoint. */
+  /** Delete a checkpoint; archived versions are immutable and refused. */
   async deleteCheckpoint(apiPath: string, checkpointId: string): Promise<void> {
     const normalized = normalizeApiPath(apiPath);
     await this.resolver.resolve(normalized);
+    const versions = this.versionsOf(normalized);
+    if (versions && !VersionCheckpoints.isFileCheckpoint(checkpointId)) {
+      return versions.delete(normalized, checkpointId);
+    }
     await this.checkpoints.delete(normalized, checkpointId);
   }
 
@@ -725,6 +772,39 @@ export class ContentsManager {
   /** Release the notary's database. */
   async close(): Promise<void> {
     await this.notary?.close();
+  }
+
+  /** The version checkpoints answering for a path, if the archive covers it. */
+  private versionsOf(apiPath: string): VersionCheckpoints | undefined {
+    const versions = this.versionCheckpoints;
+    return versions?.covers(apiPath) ? versions : undefined;
+  }
+
+  /**
+   * Save restored bytes over a file. A notebook keeps the trust its bytes had, as Jupyter's
+   * restore (a copy) leaves it: trusted only if that exact notebook was signed.
+   */
+  private async saveRestored(apiPath: string, bytes: Buffer): Promise<void> {
+    if (isNotebookName(apiPath)) {
+      let notebook: NotebookNode | undefined;
+      try {
+        notebook = readNotebook(bytes).notebook;
+      } catch (error) {
+        if (!(error instanceof NotebookParseError)) throw error;
+      }
+      if (notebook !== undefined) {
+        if (this.notary) {
+          this.notary.markCells(notebook, await this.notary.checkSignature(notebook));
+        }
+        await this.save(apiPath, { type: 'notebook', format: 'json', content: notebook });
+        return;
+      }
+    }
+    await this.save(apiPath, {
+      type: 'file',
+      format: 'base64',
+      content: bytes.toString('base64')
+    });
   }
 
   private async directoryModel(
@@ -1015,6 +1095,7 @@ export class ContentsManager {
   private readonly resolver: RootResolver;
   private readonly files: RootFs;
   private readonly checkpoints: FileCheckpoints;
+  private versionCheckpoints: VersionCheckpoints | undefined;
   private readonly notary: NotebookNotary | undefined;
   private readonly allowHidden: boolean;
   private readonly deleteToTrash: boolean;

@@ -165,7 +165,11 @@ export const errorCatalogue = {
   /** 422: a notebook that does not validate against the nbformat 4 schema. */
   invalidNotebook: { status: 422, reason: 'invalid notebook' },
   /** 422: a notebook whose cell ids repeat. */
-  duplicateCellIds: { status: 422, reason: 'duplicate cell ids' }
+  duplicateCellIds: { status: 422, reason: 'duplicate cell ids' },
+
+  // The contents API: archived versions as checkpoints.
+  /** 409: deleting a checkpoint that is an archived version, which is immutable. */
+  versionCheckpointImmutable: { status: 409, reason: 'version checkpoint immutable' }
 } as const satisfies Record<string, ErrorCatalogue.IEntry>;
 
 /** The name of a catalogue entry, e.g. `notFound`. */

@@ -114,6 +114,13 @@ not move later pages: every version that existed at the first page is listed exa
 once, in order; list again from the first page to see new ones. A token is opaque and
 valid only for the same path, bucket and prefixes, and only until the gateway restarts.
 
+The archived versions are the notebook's history across renames: after the versions of
+its path come those of the paths it had before (a rename is archived as the new path's
+first version, marked \`renamed_from\`), back through at most 32 renames, each version
+with the \`path\` and \`object_key\` it was archived under (read or clone it there). Of an
+earlier path, only the versions up to the rename are listed, not those of a notebook
+saved under that name since. The published versions are those of the path asked for.
+
 A path that was never saved or published has empty lists, not a 404. Any version can be
 cloned with \`POST api/store/clone\` and its \`object_version_id\`. With \`object_version_id\`
 in the query, the answer is instead that one version's notebook (\`VersionContent\`), for

@@ -123,6 +123,13 @@ export const StoreSettingsSchema = z
     /** Ours: the longest wait between two attempts to archive a save (backoff cap). */
     archive_retry_max_seconds: integerSetting(1, 3600).default(30),
     /**
+     * Ours: at most one archived version per notebook per this many seconds, always the newest
+     * state (a writer that saves after every cell, such as papermill, would otherwise add a
+     * version per cell); the last state of a burst is archived at the end of its interval.
+     * 0 archives every change.
+     */
+    archive_min_interval_seconds: integerSetting(0, 86_400).default(0),
+    /**
      * Ours: how often the whole root is compared with the archive index (a scan also runs at
      * start-up). It catches what a watcher cannot see: network file systems, overflows.
      */
@@ -139,7 +146,14 @@ export const StoreSettingsSchema = z
      */
     contents_backend: z
       .enum(['auto', 'node', 'jupyter'], { error: "must be 'auto', 'node' or 'jupyter'" })
-      .default('auto')
+      .default('auto'),
+    /**
+     * Ours: with the `node` contents backend, a file's archived versions are its checkpoints
+     * (File › Revert to Checkpoint offers them), not only Jupyter's one.
+     */
+    versions_as_checkpoints: booleanSetting.default(true),
+    /** Ours: the most archived versions a checkpoint listing shows (the newest ones). */
+    versions_as_checkpoints_max: integerSetting(1, 1000).default(50)
   })
   .strict()
   .superRefine((settings, context) => {

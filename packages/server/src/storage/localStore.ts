@@ -24,6 +24,7 @@ import {
   type IPutResult,
   type IVersionPageOptions,
   checkSha256,
+  checkVersionTags,
   checksumMismatchError,
   checkVersionPageLimit,
   describeStoreTarget,
@@ -62,6 +63,8 @@ import {
  * - Listing a bucket's latest objects walks the hashed directories and reads each key's newest
  *   header, since only the headers know the keys: fine for rebuilding an index, too slow for a
  *   request path.
+ * - A version's tags, the one thing of it that can change, are kept beside it in
+ *   `<version id>.tags` (JSON), replaced whole and atomically; a version without tags has no file.
  * - Buckets are directories. `createBucket` makes one; the bucket named in the options is
  *   created on first use (not in the constructor, which cannot report a failure).
  */
@@ -189,6 +192,53 @@ export class LocalObjectStore implements IObjectStore {
         etag: header.etag,
         metadata: { ...header.metadata }
       };
+    });
+  }
+
+  /**
+   * Replace the tags of one version, in the file beside it. A missing version, or a delete
+   * marker's id, fails as on S3.
+   */
+  async putVersionTags(
+    bucket: string,
+    key: string,
+    versionId: string,
+    tags: Readonly<Record<string, string>>
+  ): Promise<void> {
+    const target = { operation: 'tag', bucket, key, versionId };
+    Private.checkTarget(target);
+    const checked = { ...checkVersionTags(tags) };
+    await this._run(target, async () => {
+      await this._find(bucket, key, versionId);
+      const directory = this._keyDirectory(bucket, key);
+      await this._serialize(directory, () =>
+        writeFileAtomic(
+          path.join(directory, Private.tagsFileName(versionId)),
+          Buffer.from(JSON.stringify(checked))
+        )
+      );
+    });
+  }
+
+  /** The tags of one version, from the file beside it; `{}` when there is none. */
+  async getVersionTags(
+    bucket: string,
+    key: string,
+    versionId: string
+  ): Promise<Record<string, string>> {
+    const target = { operation: 'read the tags of', bucket, key, versionId };
+    Private.checkTarget(target);
+    return this._run(target, async () => {
+      await this._find(bucket, key, versionId);
+      const file = path.join(this._keyDirectory(bucket, key), Private.tagsFileName(versionId));
+      let text: string;
+      try {
+        text = await fs.readFile(file, 'utf8');
+      } catch (error) {
+        if (hasErrorCode(error, 'ENOENT')) return {};
+        throw error;
+      }
+      return Private.parseTags(text);
     });
   }
 
@@ -572,6 +622,27 @@ namespace Private {
 
   export function versionFileName(versionId: string): string {
     return versionId + VERSION_SUFFIX;
+  }
+
+  /** The name of the file that holds a version's tags, beside the version's own. */
+  export function tagsFileName(versionId: string): string {
+    return `${versionId}.tags`;
+  }
+
+  /** Tags as their file holds them; anything that is not a map of strings counts as none. */
+  export function parseTags(text: string): Record<string, string> {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return {};
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return {};
+    const tags: Record<string, string> = {};
+    for (const [name, value] of Object.entries(parsed)) {
+      if (typeof value === 'string') tags[name] = value;
+    }
+    return tags;
   }
 
   /** The id of a version file's name; undefined for anything else (temporary files). */

@@ -181,6 +181,28 @@ export function checkVersionPageLimit(limit: number): number {
   return limit;
 }
 
+/** The most tags a version may have, as S3 allows. */
+export const MAX_VERSION_TAGS = 10;
+
+/**
+ * Tags as `putVersionTags` takes them, checked: at most {@link MAX_VERSION_TAGS}, keys of 1 to
+ * 128 characters and values of at most 256 (another value is a programming error).
+ */
+export function checkVersionTags(
+  tags: Readonly<Record<string, string>>
+): Readonly<Record<string, string>> {
+  const entries = Object.entries(tags);
+  if (entries.length > MAX_VERSION_TAGS) {
+    throw new RangeError(`A version has at most ${MAX_VERSION_TAGS} tags, not ${entries.length}`);
+  }
+  for (const [name, value] of entries) {
+    if (name.length < 1 || name.length > 128 || value.length > 256) {
+      throw new RangeError(`Invalid tag "${displayable(name)}": keys 1-128, values 0-256 chars`);
+    }
+  }
+  return tags;
+}
+
 /** An object store. Implementations must be safe for concurrent calls. */
 export interface IObjectStore {
   /** How logs and feature detection name it: `s3://…` endpoint and region, or the local directory. */
@@ -242,6 +264,24 @@ export interface IObjectStore {
     key: string,
     options: IVersionPageOptions
   ): Promise<IObjectVersionPage>;
+
+  /**
+   * Replace the tags of one version of `key` (S3 PutObjectTagging). Tags are the one thing of a
+   * version that can change: its bytes and metadata never do.
+   *
+   * #### Notes
+   * At most {@link MAX_VERSION_TAGS} tags; S3 limits keys to 128 characters and values to 256.
+   * A version that does not exist, or a delete marker's id, fails as `not-found`.
+   */
+  putVersionTags(
+    bucket: string,
+    key: string,
+    versionId: string,
+    tags: Readonly<Record<string, string>>
+  ): Promise<void>;
+
+  /** The tags of one version of `key` (S3 GetObjectTagging); `{}` when it has none. */
+  getVersionTags(bucket: string, key: string, versionId: string): Promise<Record<string, string>>;
 
   /**
    * Every key that starts with `prefix` (a plain string prefix, as S3's ListObjectsV2 takes it;

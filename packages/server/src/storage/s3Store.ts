@@ -6,7 +6,9 @@ import {
   HeadObjectCommand,
   ListObjectsV2Command,
   ListObjectVersionsCommand,
+  GetObjectTaggingCommand,
   PutObjectCommand,
+  PutObjectTaggingCommand,
   S3Client,
   type ListObjectVersionsCommandOutput,
   type PutObjectCommandInput,
@@ -31,6 +33,7 @@ import {
   type IVersionPageOptions,
   CHECKSUM_MISMATCH_REASON,
   checkSha256,
+  checkVersionTags,
   checkVersionPageLimit,
   describeStoreTarget,
   listLatestOperation,
@@ -224,6 +227,48 @@ export class S3ObjectStore implements IObjectStore {
       etag: output.ETag,
       metadata: Private.lowerCaseKeys(output.Metadata)
     };
+  }
+
+  /** Replace the tags of one version with PutObjectTagging. */
+  async putVersionTags(
+    bucket: string,
+    key: string,
+    versionId: string,
+    tags: Readonly<Record<string, string>>
+  ): Promise<void> {
+    const target = { operation: 'tag', bucket, key, versionId };
+    Private.checkTarget(target);
+    const tagSet = Object.entries(checkVersionTags(tags)).map(([Key, Value]) => ({ Key, Value }));
+    await this._guard(target, () =>
+      this._client.send(
+        new PutObjectTaggingCommand({
+          Bucket: bucket,
+          Key: key,
+          VersionId: versionId,
+          Tagging: { TagSet: tagSet }
+        })
+      )
+    ).catch((error: ObjectStoreError) => Private.markerIsNotFound(error, target));
+  }
+
+  /** The tags of one version, with GetObjectTagging. */
+  async getVersionTags(
+    bucket: string,
+    key: string,
+    versionId: string
+  ): Promise<Record<string, string>> {
+    const target = { operation: 'read the tags of', bucket, key, versionId };
+    Private.checkTarget(target);
+    const output = await this._guard(target, () =>
+      this._client.send(
+        new GetObjectTaggingCommand({ Bucket: bucket, Key: key, VersionId: versionId })
+      )
+    ).catch((error: ObjectStoreError) => Private.markerIsNotFound(error, target));
+    const tags: Record<string, string> = {};
+    for (const tag of output.TagSet ?? []) {
+      if (tag.Key !== undefined) tags[tag.Key] = tag.Value ?? '';
+    }
+    return tags;
   }
 
   /**
@@ -935,6 +980,21 @@ namespace Private {
   }
 
   /** Refuse what no server could answer sensibly, before sending it. */
+  /**
+   * A tagging call that named a delete marker: S3 servers refuse it as a bad request (405
+   * MethodNotAllowed); like a read of the marker, it names no version, so it is `not-found`.
+   */
+  export function markerIsNotFound(error: ObjectStoreError, target: ITarget): never {
+    if (error.kind === 'bad-request' && error.code === 'MethodNotAllowed') {
+      throw new ObjectStoreError(
+        'not-found',
+        `Could not ${target.operation} ${describeStoreTarget(target)}: it is a delete marker (MethodNotAllowed)`,
+        'MethodNotAllowed'
+      );
+    }
+    throw error;
+  }
+
   export function checkTarget(target: ITarget): void {
     if (target.bucket === '') {
       throw new ObjectStoreError('bad-request', 'No bucket was given', 'InvalidBucketName');

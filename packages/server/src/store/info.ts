@@ -34,6 +34,7 @@ export function storeInfo(options: IInfoOptions): StoreInfo {
       oldest_pending_age_seconds:
         status.oldestPendingAgeMs === null ? null : status.oldestPendingAgeMs / 1000,
       archived: status.archived,
+      coalesced: status.coalesced,
       last_archived_at: status.lastArchived?.at ?? null,
       last_error: status.lastError,
       ...options.archiving.observation()

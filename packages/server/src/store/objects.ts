@@ -9,7 +9,13 @@ import { httpErrors } from '../http/errorCatalogue';
 import { displayable, objectKey } from '../storage/keys';
 import { ObjectStoreError, type IObjectVersion } from '../storage/objectStore';
 import { requireFeature } from './features';
-import type { IVersionCursor, VersionPageTokens } from './versionPages';
+import {
+  MAX_RENAMES_FOLLOWED,
+  type IHistoryCursor,
+  type IHistoryFrame,
+  type IVersionCursor,
+  type VersionPageTokens
+} from './versionPages';
 
 /**
  * The object-store reads that more than one route makes: one object or one notebook version
@@ -142,13 +148,17 @@ export interface IPageRequest {
  * newest first, and the token of the next page.
  *
  * #### Notes
- * The two copies are paged side by side, each from its own marker (the token holds both, null
+ * The two copies are paged side by side, each from its own cursor (the token holds both, null
  * for a copy already listed to its end), so the first page shows the newest versions of both.
- * Markers are store version ids and a page resumes after the last version it returned, so
- * versions saved while a client pages (which are newer) do not shift later pages: every
- * version listed by the first page's time appears exactly once, in order. `deleted` needs the
- * newest entry of the archived key, so only the first page reports it; when the newest archived
- * version is not the latest entry, one more call (one entry, delete markers included) finds out.
+ * Cursors resume after the last entry a page went through, so versions saved while a client
+ * pages (which are newer) do not shift later pages: every version listed by the first page's
+ * time appears exactly once, in order. `deleted` needs the newest entry of the archived key, so
+ * only the first page reports it; when the newest archived version is not the latest entry, one
+ * more call (one entry, delete markers included) finds out.
+ *
+ * The archived copy is the notebook's history across renames (see {@link Private.listHistory}):
+ * after the versions of its path come those of the paths it had before, each marked with its
+ * own `path`. The published copy is that of the path asked for only.
  */
 export async function listVersions(
   archiving: StoreAccess,
@@ -163,16 +173,21 @@ export async function listVersions(
   const cursor: IVersionCursor | undefined =
     page.token === undefined ? undefined : page.tokens.decode(identity, page.token);
   const first = cursor === undefined;
-  const listCopy = async (key: string, after: string | null | undefined) =>
+  const history: IHistoryCursor | null = first
+    ? { frames: [{ path, after: null }], renames: 0 }
+    : cursor.workspace;
+  const listPublished = async (after: string | null | undefined) =>
     after === null
       ? { versions: [] as IObjectVersion[], next: undefined }
-      : store.listVersionPage(bucket, key, { limit: page.limit, after });
+      : store.listVersionPage(bucket, publishedKey, { limit: page.limit, after });
   const [workspace, published] = await Promise.all([
-    listCopy(workspaceKey, cursor?.workspace),
-    listCopy(publishedKey, cursor?.published)
+    history === null
+      ? { versions: [], next: null }
+      : Private.listHistory(archiving, path, history, page.limit),
+    listPublished(cursor?.published)
   ]);
   let deleted: NonNullable<VersionListing['workspace']['deleted']> | null = null;
-  if (first && !workspace.versions[0]?.isLatest) {
+  if (first && !workspace.versions[0]?.is_latest) {
     // A delete marker on top: the notebook was deleted; its versions stay listed for restoring.
     // (The latest flag, not the position: versitygw lists markers before versions.)
     const newest = await store.listVersionPage(bucket, workspaceKey, {
@@ -189,12 +204,12 @@ export async function listVersions(
     object_bucket: bucket,
     workspace: {
       object_key: workspaceKey,
-      versions: workspace.versions.map(toApiVersion),
+      versions: workspace.versions,
       ...(first ? { deleted } : {})
     },
     published: { object_key: publishedKey, versions: published.versions.map(toApiVersion) },
     next: page.tokens.encode(identity, {
-      workspace: workspace.next ?? null,
+      workspace: workspace.next,
       published: published.next ?? null
     })
   };
@@ -207,4 +222,194 @@ function toApiVersion(version: IObjectVersion): ObjectVersion {
     size: version.size,
     is_latest: version.isLatest
   };
+}
+
+namespace Private {
+  /** Entries listed per call while looking for where a rename left a key. */
+  const BOUNDARY_PAGE = 100;
+
+  /**
+   * One page (at most `limit` versions) of a notebook's archived history across renames, and
+   * the cursor of the rest (null when none is left).
+   *
+   * #### Notes
+   * A rename is archived as the new key's first version, with `renamed-from` metadata (the old
+   * path, percent-encoded), and a delete marker on the old key. So the history of a path is read
+   * key by key, newest first, delete markers included: the oldest version of each run of
+   * versions (the one just above a delete marker, or the key's first) is the only one a rename
+   * can have written, and it alone is read (a HEAD) for the metadata. When it names an earlier
+   * path, that path's versions older than the rename's delete marker follow (see
+   * {@link renameBoundary}); the versions written there afterwards (another notebook under the
+   * old name) are not this notebook's. The rest of the current key, below the marker, is listed
+   * once the earlier path's history is: it is kept as a frame of the cursor, and a frame already
+   * waiting for the very same entries (a notebook renamed back to an earlier name, whose rename
+   * leads back to where the listing left that key) is not listed twice. Every entry is gone
+   * through once, and at most {@link MAX_RENAMES_FOLLOWED} renames are followed, so a listing
+   * ends whatever the metadata says.
+   *
+   * A page holds whole versions only: the version that ends a page is still told apart (is it
+   * the oldest of its run?) by the entry after it, which the last call lists along. On servers
+   * that list a page's delete markers before its versions (versitygw), runs are told apart only
+   * approximately, so a rename may not be followed there; the versions of the path asked for
+   * are listed all the same.
+   *
+   * Cost: the path's own listing makes the calls it made before (delete markers now come along)
+   * plus one HEAD per run of versions, when the run's end is reached; each rename followed adds
+   * the listing of the earlier key down to the rename's time.
+   */
+  export async function listHistory(
+    archiving: StoreAccess,
+    listingPath: string,
+    start: IHistoryCursor,
+    limit: number
+  ): Promise<{ versions: ObjectVersion[]; next: IHistoryCursor | null }> {
+    const { settings, store, bucket } = archiving;
+    const frames: IHistoryFrame[] = [...start.frames];
+    let renames = start.renames;
+    const versions: ObjectVersion[] = [];
+    const emit = (entry: IObjectVersion, path: string, renamedFrom?: string) =>
+      versions.push({
+        ...toApiVersion(entry),
+        is_latest: entry.isLatest && path === listingPath,
+        path,
+        object_key: objectKey(settings.workspace_prefix, path),
+        ...(renamedFrom !== undefined ? { renamed_from: renamedFrom } : {})
+      });
+    /** The version `entry` (the oldest of its run) ends: emit it, follow its rename if any. */
+    const endRun = async (entry: IObjectVersion, path: string): Promise<boolean> => {
+      const key = objectKey(settings.workspace_prefix, path);
+      const earlier = await renamedFrom(archiving, key, entry.versionId);
+      emit(entry, path, earlier);
+      if (earlier === undefined || renames >= MAX_RENAMES_FOLLOWED) return false;
+      renames++;
+      const earlierKey = objectKey(settings.workspace_prefix, earlier);
+      const after = await renameBoundary(archiving, earlierKey, entry.lastModified);
+      const same = frames.findIndex(frame => frame.path === earlier && frame.after === after);
+      if (same >= 0) frames.splice(same, 1);
+      frames.push({ path: earlier, after });
+      return true;
+    };
+
+    // The last version gone through, emitted once the entry after it tells whether it ends a
+    // run; it always belongs to the innermost frame.
+    let held: IObjectVersion | undefined;
+    while (frames.length > 0 && (versions.length < limit || held !== undefined)) {
+      const depth = frames.length - 1;
+      const { path } = frames[depth];
+      let after = frames[depth].after;
+      const chunk = await store.listVersionPage(
+        bucket,
+        objectKey(settings.workspace_prefix, path),
+        {
+          // One entry more than the page still takes: the entry after its last version.
+          limit: limit - versions.length + 1,
+          ...(after !== null ? { after } : {}),
+          includeDeleteMarkers: true
+        }
+      );
+      let full = false;
+      let followed = false;
+      for (const entry of chunk.versions) {
+        if (entry.deleteMarker) {
+          after = entry.versionId;
+          if (held !== undefined) {
+            frames[depth] = { path, after };
+            const ended = held;
+            held = undefined;
+            followed = await endRun(ended, path);
+            if (followed) break;
+          }
+          continue;
+        }
+        if (held !== undefined) {
+          emit(held, path);
+          held = undefined;
+        }
+        if (versions.length >= limit) {
+          full = true;
+          break;
+        }
+        held = entry;
+        after = entry.versionId;
+      }
+      if (followed) continue;
+      if (!full && chunk.next === undefined) {
+        // The key's entries end here: its last run of versions ends with the oldest.
+        frames.splice(depth, 1);
+        if (held !== undefined) {
+          const ended = held;
+          held = undefined;
+          await endRun(ended, path);
+        }
+        continue;
+      }
+      // All entries gone through, more follow: on from where the store stopped.
+      if (!full && chunk.next !== undefined) after = chunk.next;
+      frames[depth] = { path, after };
+    }
+    return { versions, next: frames.length === 0 ? null : { frames, renames } };
+  }
+
+  /**
+   * The path a version's `renamed-from` metadata names, decoded; undefined when it has none, or
+   * when the version is gone or the metadata is not a percent-encoded path.
+   */
+  async function renamedFrom(
+    archiving: StoreAccess,
+    key: string,
+    versionId: string
+  ): Promise<string | undefined> {
+    let head;
+    try {
+      head = await archiving.store.head(archiving.bucket, key, versionId);
+    } catch (error) {
+      if (error instanceof ObjectStoreError && error.kind === 'not-found') return undefined;
+      throw error;
+    }
+    const encoded = head.metadata['renamed-from'];
+    if (encoded === undefined) return undefined;
+    try {
+      const path = decodeURIComponent(encoded).replace(/^\/+|\/+$/g, '');
+      return path === '' ? undefined : path;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Where the history of an earlier key ends, as a marker to list after: its entries from there
+   * on (older) are the notebook's, those before it were written after the rename (written at
+   * `renamedAt`) by another notebook of that name.
+   *
+   * #### Notes
+   * The rename's delete marker is written after the version at the new key, so it is the oldest
+   * delete marker of the earlier key not older than that version. When there is none (the key
+   * was already deleted when it was renamed, or its marker could not be written), the versions
+   * written after the rename are left out. Null: from the key's newest entry. The entries are
+   * listed newest first only down to the rename's time.
+   */
+  async function renameBoundary(
+    archiving: StoreAccess,
+    key: string,
+    renamedAt: Date
+  ): Promise<string | null> {
+    const { store, bucket } = archiving;
+    let marker: string | null = null;
+    let later: string | null = null;
+    let after: string | undefined;
+    for (;;) {
+      const chunk = await store.listVersionPage(bucket, key, {
+        limit: BOUNDARY_PAGE,
+        ...(after !== undefined ? { after } : {}),
+        includeDeleteMarkers: true
+      });
+      for (const entry of chunk.versions) {
+        if (entry.lastModified < renamedAt) return marker ?? later;
+        if (entry.deleteMarker) marker = entry.versionId;
+        else if (entry.lastModified > renamedAt) later = entry.versionId;
+      }
+      if (chunk.next === undefined) return marker ?? later;
+      after = chunk.next;
+    }
+  }
 }

@@ -3,11 +3,30 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { httpErrors } from '../http/errorCatalogue';
 
 /**
- * Where the next page of a version listing resumes, copy by copy: the store's marker to list
- * after, or null when that copy has no more versions.
+ * Where the archived history of a notebook resumes: one frame per key still to list, the
+ * innermost (listed next) last. A frame's `after` is the store's marker of the last entry of its
+ * key already gone through (null: from the newest). Several frames are open when a rename was
+ * followed from the middle of a key's entries: the older entries of that key wait below.
+ */
+export interface IHistoryFrame {
+  /** The notebook path of the key (`<workspace_prefix>/<path>`). */
+  readonly path: string;
+  readonly after: string | null;
+}
+
+/** The archived history still to list, and how many renames it followed already. */
+export interface IHistoryCursor {
+  readonly frames: readonly IHistoryFrame[];
+  readonly renames: number;
+}
+
+/**
+ * Where the next page of a version listing resumes, copy by copy: for the archived copy, the
+ * history still to list (across renames); for the published copy, the store's marker to list
+ * after; null when that copy has no more versions.
  */
 export interface IVersionCursor {
-  readonly workspace: string | null;
+  readonly workspace: IHistoryCursor | null;
   readonly published: string | null;
 }
 
@@ -18,8 +37,22 @@ export interface IListingIdentity {
   readonly publishedKey: string;
 }
 
-/** The longest token accepted: two markers of at most 1024 characters, encoded, and a MAC. */
-const MAX_TOKEN_CHARS = 8192;
+/**
+ * The longest token accepted. A token holds a marker and a path per key of the history still
+ * open; tokens travel in the query string, which HTTP servers bound (16 KiB of request head in
+ * Node), so nothing longer could arrive anyway.
+ */
+const MAX_TOKEN_CHARS = 16384;
+
+/**
+ * The most renames a version listing follows back from a notebook's path (each leads to the
+ * versions of an earlier path). It bounds the work of a listing whatever the metadata says,
+ * renames back and forth included; the versions of paths beyond it are not listed.
+ */
+export const MAX_RENAMES_FOLLOWED = 32;
+
+/** The most frames a token may carry: each rename followed opens at most one. */
+const MAX_TOKEN_FRAMES = MAX_RENAMES_FOLLOWED + 1;
 
 /** The longest marker a token may carry, as the store API takes version ids. */
 const MAX_MARKER_CHARS = 1024;
@@ -56,8 +89,12 @@ export class VersionPageTokens {
   /** The token of `cursor` for this listing; null when neither copy has more. */
   encode(identity: IListingIdentity, cursor: IVersionCursor): string | null {
     if (cursor.workspace === null && cursor.published === null) return null;
+    const workspace = cursor.workspace && {
+      f: cursor.workspace.frames.map(frame => [frame.path, frame.after]),
+      r: cursor.workspace.renames
+    };
     const payload = Buffer.from(
-      JSON.stringify({ v: 1, w: cursor.workspace, p: cursor.published }),
+      JSON.stringify({ v: 2, w: workspace, p: cursor.published }),
       'utf8'
     ).toString('base64url');
     return `${payload}.${this._mac(identity, payload).toString('base64url')}`;
@@ -87,20 +124,16 @@ export class VersionPageTokens {
       throw invalid;
     }
     const record = parsed as { v?: unknown; w?: unknown; p?: unknown } | null;
-    const marker = (value: unknown): value is string | null =>
-      value === null ||
-      (typeof value === 'string' && value !== '' && value.length <= MAX_MARKER_CHARS);
+    if (typeof record !== 'object' || record === null || record.v !== 2) throw invalid;
+    const workspace = Private.history(record.w);
     if (
-      typeof record !== 'object' ||
-      record === null ||
-      record.v !== 1 ||
-      !marker(record.w) ||
-      !marker(record.p) ||
-      (record.w === null && record.p === null)
+      workspace === undefined ||
+      !Private.isMarker(record.p) ||
+      (workspace === null && record.p === null)
     ) {
       throw invalid;
     }
-    return { workspace: record.w, published: record.p };
+    return { workspace, published: record.p };
   }
 
   private _mac(identity: IListingIdentity, payload: string): Buffer {
@@ -118,4 +151,39 @@ export class VersionPageTokens {
   }
 
   private readonly _key: Buffer;
+}
+
+namespace Private {
+  /** A store marker as a token may carry it: a version id as the store API takes them. */
+  export function isMarker(value: unknown): value is string | null {
+    return (
+      value === null ||
+      (typeof value === 'string' && value !== '' && value.length <= MAX_MARKER_CHARS)
+    );
+  }
+
+  /** The archived history of a token's payload; undefined when it is malformed. */
+  export function history(value: unknown): IHistoryCursor | null | undefined {
+    if (value === null) return null;
+    const record = value as { f?: unknown; r?: unknown } | undefined;
+    if (typeof record !== 'object' || !Array.isArray(record.f)) return undefined;
+    const { f: rawFrames, r: renames } = record;
+    if (
+      rawFrames.length === 0 ||
+      rawFrames.length > MAX_TOKEN_FRAMES ||
+      typeof renames !== 'number' ||
+      !Number.isSafeInteger(renames) ||
+      renames < 0
+    ) {
+      return undefined;
+    }
+    const frames: IHistoryFrame[] = [];
+    for (const frame of rawFrames as unknown[]) {
+      if (!Array.isArray(frame) || frame.length !== 2) return undefined;
+      const [path, after] = frame as unknown[];
+      if (typeof path !== 'string' || path === '' || !isMarker(after)) return undefined;
+      frames.push({ path, after });
+    }
+    return { frames, renames };
+  }
 }

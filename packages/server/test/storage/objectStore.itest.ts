@@ -502,6 +502,54 @@ describe.each<StoreKind>(['embedded', 'minio', 'versitygw'])('object store: %s',
     });
   });
 
+  describe('#putVersionTags() and #getVersionTags()', () => {
+    it('tags one version, replacing its tags, leaving the others and the bytes alone', async () => {
+      const key = freshKey();
+      const first = await store.put(bucket, key, Buffer.from('first'));
+      const second = await store.put(bucket, key, Buffer.from('second'));
+      expect(await store.getVersionTags(bucket, key, first.versionId!)).toEqual({});
+      await store.putVersionTags(bucket, key, first.versionId!, { label: 'checkpoint', by: 'a' });
+      expect(await store.getVersionTags(bucket, key, first.versionId!)).toEqual({
+        label: 'checkpoint',
+        by: 'a'
+      });
+      await store.putVersionTags(bucket, key, first.versionId!, { label: 'kept' });
+      expect(await store.getVersionTags(bucket, key, first.versionId!)).toEqual({ label: 'kept' });
+      expect(await store.getVersionTags(bucket, key, second.versionId!)).toEqual({});
+      // Tagging writes no version and changes none.
+      const versions = await store.listVersions(bucket, key);
+      expect(versions.map(version => version.versionId)).toEqual([
+        second.versionId,
+        first.versionId
+      ]);
+      expect((await store.get(bucket, key, first.versionId!)).body.toString()).toBe('first');
+    });
+
+    it('fails as not-found for a version that does not exist or a delete marker', async () => {
+      const key = freshKey();
+      const written = await store.put(bucket, key, Buffer.from('x'));
+      const other = freshKey();
+      await store.put(bucket, other, Buffer.from('y'));
+      // A version id of another key names no version of this one.
+      const missing = await failure(
+        store.putVersionTags(bucket, other, written.versionId!, { label: 'checkpoint' })
+      );
+      expect(missing.kind).toBe('not-found');
+      const marker = await store.deleteObject(bucket, key);
+      const onMarker = await failure(store.getVersionTags(bucket, key, marker.versionId!));
+      expect(onMarker.kind).toBe('not-found');
+    });
+
+    it('refuses more tags than S3 allows before calling the store', async () => {
+      const key = freshKey();
+      const written = await store.put(bucket, key, Buffer.from('x'));
+      const tags = Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`t${i}`, 'v']));
+      await expect(store.putVersionTags(bucket, key, written.versionId!, tags)).rejects.toThrow(
+        RangeError
+      );
+    });
+  });
+
   describe('#deleteObject()', () => {
     it('hides the key behind a delete marker, keeping every version readable by id', async () => {
       const key = freshKey();

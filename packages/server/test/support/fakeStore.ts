@@ -87,6 +87,14 @@ export class FakeStore implements IObjectStore {
     throw new Error('not used');
   }
 
+  async putVersionTags(): Promise<never> {
+    throw new Error('not used');
+  }
+
+  async getVersionTags(): Promise<never> {
+    throw new Error('not used');
+  }
+
   async head(_bucket: string, key: string) {
     if (this.down) throw this.down;
     const latest = this.versions.get(key)?.at(-1);
