@@ -163,10 +163,10 @@ export class Archiving {
             log: message => archiveLog.warn(message),
             // JupyterLab asks for a checkpoint right after a save: let that save reach the bucket.
             // At most 5 s in all: with object storage out of reach, the answer is Jupyter's copy.
-            settled: async () => {
+            settled: async apiPath => {
               const deadline = Date.now() + 5000;
-              await intake.idle(5000);
-              await queue.flush(Math.max(0, deadline - Date.now()));
+              await intake.idle(5000, apiPath);
+              await queue.flushPath(apiPath, Math.max(0, deadline - Date.now()));
             }
           })
         : undefined

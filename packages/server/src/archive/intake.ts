@@ -356,16 +356,24 @@ export class ArchiveIntake implements IChangeSink {
     });
   }
 
-  /** Wait for every look and delete under way (and those they start) to be queued. */
-  async idle(timeoutMs = 30_000): Promise<boolean> {
+  /**
+   * Wait for every look and delete under way (and those they start) to be queued; with
+   * `apiPath`, only for those of that path.
+   */
+  async idle(timeoutMs = 30_000, apiPath?: string): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
+    const ofPath = (chains: Map<string, Promise<void>>) => {
+      const chain = chains.get(apiPath!);
+      return chain === undefined ? [] : [chain];
+    };
     while (Date.now() < deadline) {
-      const busy = [
-        ...this._lookChains.values(),
-        ...this._enqueueChains.values(),
-        ...this._background
-      ];
-      if (busy.length === 0 && this._pendingDeletes.size === 0) return true;
+      const busy =
+        apiPath === undefined
+          ? [...this._lookChains.values(), ...this._enqueueChains.values(), ...this._background]
+          : [...ofPath(this._lookChains), ...ofPath(this._enqueueChains)];
+      const deleting =
+        apiPath === undefined ? this._pendingDeletes.size > 0 : this._pendingDeletes.has(apiPath);
+      if (busy.length === 0 && !deleting) return true;
       // Held deletes wait for timers: give them turns of the event loop.
       if (busy.length === 0) await sleep(20);
       else await Promise.race([Promise.allSettled(busy), sleep(50)]);

@@ -158,18 +158,36 @@ export class ArchiveQueue {
    * @returns the number of records still pending.
    */
   async flush(timeoutMs: number): Promise<number> {
+    await this._hurryUntil(() => this._pending.size === 0, timeoutMs);
+    return this._pending.size;
+  }
+
+  /**
+   * Wait until no record of `apiPath` is pending, or `timeoutMs` has passed, sending what
+   * coalescing holds back meanwhile: one path's save reaching the bucket, without waiting for a
+   * backlog of other paths (a first scan, say).
+   *
+   * @returns whether nothing of the path is pending.
+   */
+  async flushPath(apiPath: string, timeoutMs: number): Promise<boolean> {
+    const settled = () => ![...this._pending.values()].some(record => record.path === apiPath);
+    await this._hurryUntil(settled, timeoutMs);
+    return settled();
+  }
+
+  /** Poll `done` until it holds or the time is up, with coalesced states sent at once. */
+  private async _hurryUntil(done: () => boolean, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     this._flushes++;
     this._coalescer.release(true);
     try {
-      while (this._pending.size > 0 && Date.now() < deadline) {
+      while (!done() && Date.now() < deadline) {
         await sleep(Math.min(50, Math.max(1, deadline - Date.now())));
       }
     } finally {
       this._flushes--;
       this._coalescer.release(this._flushes > 0 || this._closed);
     }
-    return this._pending.size;
   }
 
   /** Stop retrying and release the journal; pending records stay journalled. */

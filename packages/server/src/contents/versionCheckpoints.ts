@@ -54,7 +54,6 @@ export class VersionCheckpoints {
     });
     return page.versions
       .filter(version => !version.deleteMarker)
-      .slice(0, this._max)
       .map(version => ({
         id: version.versionId,
         last_modified: formatTimestamp(version.lastModified.getTime())
@@ -68,7 +67,7 @@ export class VersionCheckpoints {
    * checkpoint right after each save); null when the path has no archived version yet.
    */
   async current(apiPath: string): Promise<CheckpointModel | null> {
-    await this._settled();
+    await this._settled(apiPath);
     const page = await this._store.listVersionPage(this._bucket, this._key(apiPath), {
       limit: 1
     });
@@ -88,22 +87,18 @@ export class VersionCheckpoints {
 
   /** The bytes of one archived version; 404 as Jupyter answers for an unknown checkpoint. */
   async read(apiPath: string, checkpointId: string): Promise<Buffer> {
-    try {
-      const object = await this._store.get(this._bucket, this._key(apiPath), checkpointId);
-      return object.body;
-    } catch (error) {
-      // A version of another key, a delete marker's id or a malformed id: no such checkpoint.
-      if (error instanceof ObjectStoreError && error.kind !== 'unavailable') {
-        throw Private.noSuchCheckpoint(apiPath, checkpointId);
-      }
-      throw error;
-    }
+    const object = await this._version(apiPath, checkpointId, (key, id) =>
+      this._store.get(this._bucket, key, id)
+    );
+    return object.body;
   }
 
   /** Refuse to delete an archived version: the archive never loses a save. */
   async delete(apiPath: string, checkpointId: string): Promise<never> {
-    // An id that is no version of the path is 404, as for any unknown checkpoint.
-    await this.read(apiPath, checkpointId);
+    // An id that is no version of the path is 404, as for any unknown checkpoint; a HEAD tells.
+    await this._version(apiPath, checkpointId, (key, id) =>
+      this._store.head(this._bucket, key, id)
+    );
     throw httpErrors.versionCheckpointImmutable(
       `Checkpoint ${apiPath}@${checkpointId} is an archived version, which cannot be deleted`
     );
@@ -119,6 +114,23 @@ export class VersionCheckpoints {
     });
   }
 
+  /** Ask the store about one version of the path, an unknown id answering 404. */
+  private async _version<T>(
+    apiPath: string,
+    checkpointId: string,
+    ask: (key: string, versionId: string) => Promise<T>
+  ): Promise<T> {
+    try {
+      return await ask(this._key(apiPath), checkpointId);
+    } catch (error) {
+      // A version of another key, a delete marker's id or a malformed id: no such checkpoint.
+      if (error instanceof ObjectStoreError && error.kind !== 'unavailable') {
+        throw Private.noSuchCheckpoint(apiPath, checkpointId);
+      }
+      throw error;
+    }
+  }
+
   private _key(apiPath: string): string {
     return objectKey(this._prefix, apiPath);
   }
@@ -128,7 +140,7 @@ export class VersionCheckpoints {
   private readonly _prefix: string;
   private readonly _covers: (apiPath: string) => boolean;
   private readonly _max: number;
-  private readonly _settled: () => Promise<unknown>;
+  private readonly _settled: (apiPath: string) => Promise<unknown>;
   private readonly _log: (message: string) => void;
 }
 
@@ -144,7 +156,7 @@ export namespace VersionCheckpoints {
     /** The most versions a listing shows. */
     readonly max: number;
     /** Resolves once the saves seen so far are archived (or a bounded wait has passed). */
-    readonly settled?: () => Promise<unknown>;
+    readonly settled?: (apiPath: string) => Promise<unknown>;
     /** Where a failure to label a version is reported. */
     readonly log?: (message: string) => void;
   }
