@@ -19,6 +19,7 @@ test.describe('Feature detection', () => {
     for (const label of [
       'Publish…',
       'Show Archived Versions',
+      'Save Version…',
       'Clone from object storage…',
       'Clone from file system…',
       'Compare Two Versions…',
@@ -70,7 +71,12 @@ test.describe('Without a store API', () => {
     expect(line.type).toBe('warning');
     expect(line.text).toContain('no store API');
     const labels = await fileMenuLabels(page);
-    for (const label of ['Publish…', 'Show Archived Versions', 'Clone from object storage…']) {
+    for (const label of [
+      'Publish…',
+      'Show Archived Versions',
+      'Save Version…',
+      'Clone from object storage…'
+    ]) {
       expect(labels).not.toContain(label);
     }
     await expect(page.locator('.jp-store-StatusItem')).toHaveCount(0);

@@ -4,12 +4,18 @@ import {
   PublishRequestSchema,
   StoreEndpoints,
   trimSlashes,
+  type DeletedListing,
   type FsCloneRequest,
   type FsCloneResponse,
+  type NamedVersion,
+  type NameVersionRequest,
   type NotebookDiff,
   type ObjectCloneRequest,
   type ObjectCloneResponse,
   type PublishResult,
+  type RestoreResponse,
+  type Retention,
+  type RetentionRule,
   type StoreInfo,
   type VersionListing
 } from '@jupyter-store/contract';
@@ -231,6 +237,56 @@ export class StoreClient {
     const connection = await this._connection();
     const path = await this._notebookPath(notebookPath);
     return connection.call(StoreEndpoints.diff, { path, query: refs });
+  }
+
+  /**
+   * Name an archived version of a notebook (default: the current one), replacing the name it
+   * had: `POST {base}api/store/named/<path>`. Without `object_version_id`, the server names the
+   * newest version once the notebook's last save is archived.
+   */
+  async nameVersion(
+    notebookPath: string | undefined,
+    request: NameVersionRequest
+  ): Promise<NamedVersion> {
+    const connection = await this._connection();
+    const path = await this._notebookPath(notebookPath);
+    return connection.call(StoreEndpoints.nameVersion, { path, body: request });
+  }
+
+  /**
+   * The retention rule of the server's workspace prefix (`GET {base}api/store/retention`), or
+   * with `change` sets it (`PUT`) or, for null, removes it (`DELETE`); the bucket's other
+   * lifecycle rules are kept either way.
+   */
+  async retention(change?: RetentionRule | null): Promise<Retention> {
+    const connection = await this._connection();
+    if (change === undefined) return connection.call(StoreEndpoints.retention, {});
+    if (change === null) return connection.call(StoreEndpoints.clearRetention, {});
+    return connection.call(StoreEndpoints.setRetention, { body: change });
+  }
+
+  /**
+   * The recently deleted notebooks (`GET {base}api/store/deleted`), newest deletion first: all,
+   * or those below the directory `prefix`; at most `limit` (the server's default 100).
+   */
+  async deleted(options: { prefix?: string; limit?: number } = {}): Promise<DeletedListing> {
+    const connection = await this._connection();
+    const prefix = options.prefix === undefined ? undefined : trimSlashes(options.prefix);
+    return connection.call(StoreEndpoints.deleted, {
+      query: { prefix: prefix === '' ? undefined : prefix, limit: options.limit }
+    });
+  }
+
+  /**
+   * Write an archived version of `path` back (`POST {base}api/store/restore`): the newest one
+   * (for a deleted notebook, the newest before its delete) unless `versionId` names one. The
+   * answer's `path` is where it landed: `name-1.ipynb` … when `path` exists again.
+   */
+  async restore(path: string, versionId?: string): Promise<RestoreResponse> {
+    const connection = await this._connection();
+    return connection.call(StoreEndpoints.restore, {
+      body: { path: trimSlashes(path), object_version_id: versionId }
+    });
   }
 
   /** The path given, trimmed, or the current notebook's. */

@@ -104,10 +104,10 @@ describe('#toServerPath()', () => {
 });
 
 describe('#runStoreCommand()', () => {
-  test('knows its five commands', () => {
-    expect(['clone', 'fs-clone', 'publish', 'versions', 'servers'].every(isStoreCommand)).toBe(
-      true
-    );
+  test('knows its commands', () => {
+    expect(
+      ['clone', 'fs-clone', 'publish', 'versions', 'save-version', 'servers'].every(isStoreCommand)
+    ).toBe(true);
     expect(isStoreCommand('lab')).toBe(false);
   });
 
@@ -125,6 +125,9 @@ describe('#runStoreCommand()', () => {
       ['publish', ['--jsn']],
       ['versions', ['--limit']],
       ['diff', []],
+      ['save-version', ['a.ipynb']],
+      ['save-version', ['a.ipynb', 'name', 'extra']],
+      ['save-version', ['a.ipynb', 'name', '--note']],
       ['bogus', []]
     ])('%s %j', async (name, argv) => {
       const result = await run(name, argv);
@@ -156,6 +159,11 @@ describe('#runStoreCommand()', () => {
       ['--limit <N>', '--next <TOKEN>', '--url <URL>', '--token <TOKEN>', '--json']
     ],
     ['diff', 'PATH [BASE] [REMOTE]', ['--url <URL>', '--token <TOKEN>', '--json']],
+    [
+      'save-version',
+      'PATH NAME',
+      ['--note <TEXT>', '--version <ID>', '--url <URL>', '--token <TOKEN>', '--json']
+    ],
     ['servers', '', ['--json']]
   ])('%s --help documents its arguments and every option', async (name, usage, options) => {
     const result = await run(name, ['-h']);
@@ -278,6 +286,178 @@ describe('#runStoreCommand()', () => {
         '  archived (workspace/a.ipynb): 2 versions',
         '    v2  2024-05-02T00:00:00.000Z  9 bytes  latest',
         '    v1  2024-05-01T00:00:00.000Z  8 bytes',
+        '  published (published/a.ipynb): none',
+        ''
+      ].join('\n')
+    );
+  });
+
+  test('save-version names a version and prints the name, the note and the copy', async () => {
+    const named = {
+      path: 'a b.ipynb',
+      object_bucket: 'b',
+      object_key: 'workspace/a b.ipynb',
+      object_version_id: 'v1',
+      label: {
+        name: 'before refactor',
+        note: 'sent to reviewers',
+        named_at: '2024-05-03T00:00:00.000Z',
+        object_key: 'named/workspace/a b.ipynb/v1'
+      }
+    };
+    const result = await run(
+      'save-version',
+      ['a b.ipynb', 'before refactor', '--note', 'sent to reviewers', '--version', 'v1'],
+      { 'POST /api/store/named/a%20b.ipynb': { status: 200, body: named } }
+    );
+    expect(result).toMatchObject({ status: 0, stderr: '' });
+    expect(result.sent).toMatchObject([
+      { body: { name: 'before refactor', note: 'sent to reviewers', object_version_id: 'v1' } }
+    ]);
+    expect(result.stdout).toBe(
+      [
+        'Named version v1 of a b.ipynb "before refactor".',
+        'Note: sent to reviewers',
+        'The named copy is kept at s3://b/named/workspace/a b.ipynb/v1.',
+        ''
+      ].join('\n')
+    );
+    // Without --version and --note, neither is sent: the server names the newest version.
+    const newest = await run('save-version', ['a b.ipynb', 'x'], {
+      'POST /api/store/named/a%20b.ipynb': { status: 200, body: named }
+    });
+    expect(newest.sent).toMatchObject([{ body: { name: 'x' } }]);
+    expect(Object.keys((newest.sent[0] as { body: object }).body)).toEqual(['name']);
+  });
+
+  test('deleted lists the deleted notebooks below a prefix, with how to restore them', async () => {
+    const listing = {
+      deleted: [
+        {
+          path: 'team/a.ipynb',
+          deleted_at: '2024-05-03T10:00:00.000Z',
+          delete_marker_id: 'm2',
+          last_version: {
+            object_version_id: 'v1',
+            last_modified: '2024-05-02T09:00:00.000Z',
+            size: 812
+          }
+        }
+      ],
+      left_out: 3
+    };
+    const result = await run('deleted', ['team', '--limit', '1'], {
+      'GET /api/store/deleted?prefix=team&limit=1': { status: 200, body: listing }
+    });
+    expect(result).toMatchObject({ status: 0, stderr: '' });
+    expect(result.stdout).toBe(
+      [
+        'Deleted notebooks below team, newest deletion first:',
+        '  team/a.ipynb  deleted 2024-05-03T10:00:00.000Z',
+        '    last version v1  2024-05-02T09:00:00.000Z  812 bytes',
+        '3 more not listed: raise --limit to see them.',
+        'Restore one with: jupyter store restore PATH [--version ID]',
+        ''
+      ].join('\n')
+    );
+    const none = await run('deleted', [], {
+      'GET /api/store/deleted': { status: 200, body: { deleted: [], left_out: 0 } }
+    });
+    expect(none.stdout).toBe('No deleted notebooks.\n');
+    const bad = await run('deleted', ['--limit', '0']);
+    expect(bad).toMatchObject({ status: 2, sent: [] });
+    expect(bad.stderr).toBe(
+      "jupyter-store deleted: --limit: '0' is not a whole number from 1 to 1000 (see --help)\n"
+    );
+  });
+
+  test('restore sends the path and version and says where the notebook landed', async () => {
+    const restored = {
+      ...CLONED,
+      name: 'a-1.ipynb',
+      path: 'team/a-1.ipynb',
+      restored_from: {
+        path: 'team/a.ipynb',
+        object_key: 'workspace/team/a.ipynb',
+        object_version_id: 'v1'
+      }
+    };
+    const result = await run('restore', ['team/a.ipynb', '--version', 'v1'], {
+      'POST /api/store/restore': { status: 200, body: restored }
+    });
+    expect(result).toMatchObject({ status: 0, stderr: '' });
+    expect(result.sent).toMatchObject([
+      { body: { path: 'team/a.ipynb', object_version_id: 'v1' } }
+    ]);
+    expect(result.stdout).toBe(
+      'Restored team/a.ipynb (version v1) to team/a-1.ipynb\n' +
+        '(team/a.ipynb exists: nothing was overwritten)\n'
+    );
+    const refused = await run('restore', ['gone.ipynb'], {
+      'POST /api/store/restore': {
+        status: 404,
+        body: { message: "'gone.ipynb' has no archived version to restore", reason: 'no versions' }
+      }
+    });
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toBe(
+      "jupyter-store restore: 'gone.ipynb' has no archived version to restore (HTTP 404, no " +
+        'versions)\n'
+    );
+  });
+
+  test('save-version reports the server refusing the name, exit status 1', async () => {
+    const result = await run('save-version', ['a.ipynb', 'x'], {
+      'POST /api/store/named/a.ipynb': {
+        status: 404,
+        body: {
+          message: 'a.ipynb has no archived version to name: save it first',
+          reason: 'no versions'
+        }
+      }
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toBe(
+      'jupyter-store save-version: a.ipynb has no archived version to name: save it first ' +
+        '(HTTP 404, no versions)\n'
+    );
+  });
+
+  test('versions prints the name and note of a named version', async () => {
+    const result = await run('versions', ['a.ipynb'], {
+      'GET /api/store/versions/a.ipynb': {
+        status: 200,
+        body: {
+          path: 'a.ipynb',
+          object_bucket: 'b',
+          workspace: {
+            object_key: 'workspace/a.ipynb',
+            versions: [
+              {
+                object_version_id: 'v1',
+                last_modified: '2024-05-01T00:00:00.000Z',
+                size: 8,
+                is_latest: true,
+                label: {
+                  name: 'draft “1”',
+                  note: 'line one\nline two',
+                  named_at: '2024-05-03T00:00:00.000Z',
+                  object_key: 'named/workspace/a.ipynb/v1'
+                }
+              }
+            ]
+          },
+          published: { object_key: 'published/a.ipynb', versions: [] }
+        }
+      }
+    });
+    expect(result.stdout).toBe(
+      [
+        'Versions of a.ipynb in bucket b, newest first:',
+        '  archived (workspace/a.ipynb): 1 version',
+        '    v1  2024-05-01T00:00:00.000Z  8 bytes  latest  "draft “1”"',
+        '      line one',
+        '      line two',
         '  published (published/a.ipynb): none',
         ''
       ].join('\n')

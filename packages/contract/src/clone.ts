@@ -10,7 +10,7 @@ import { ContentsModelSchema, type ContentsModel } from './contents';
  */
 
 /** A required string field: missing, not a string, or empty each get their own message. */
-function requiredString(max: number) {
+export function requiredString(max: number) {
   return z
     .string({
       error: issue => (issue.input === undefined ? 'is required' : 'must be a string')
@@ -20,7 +20,7 @@ function requiredString(max: number) {
 }
 
 /** An optional string field: absent or null mean "not given"; an empty string is refused. */
-function optionalString(max: number) {
+export function optionalString(max: number) {
   return z
     .string({ error: 'must be a string (or null, or left out)' })
     .min(1, { error: 'must not be empty (leave it out instead)' })

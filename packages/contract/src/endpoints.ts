@@ -5,8 +5,17 @@ import {
   ObjectCloneRequestSchema,
   ObjectCloneResponseSchema
 } from './clone';
+import {
+  DEFAULT_DELETED_LIMIT,
+  DeletedListingSchema,
+  MAX_DELETED_LIMIT,
+  RestoreRequestSchema,
+  RestoreResponseSchema
+} from './deleted';
 import { DiffRequestSchema, MAX_VERSION_ID_CHARS, NotebookDiffSchema } from './diff';
+import { NamedVersionSchema, NameVersionRequestSchema, UnnamedVersionSchema } from './labels';
 import { PublishRequestSchema, PublishResultSchema } from './publish';
+import { RetentionRuleSchema, RetentionSchema } from './retention';
 import {
   DEFAULT_VERSIONS_PAGE_LIMIT,
   MAX_VERSIONS_PAGE_LIMIT,
@@ -23,7 +32,7 @@ import {
  */
 
 /** The methods the store API serves (HEAD follows GET). */
-export type EndpointMethod = 'GET' | 'PUT' | 'POST';
+export type EndpointMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
 
 /** One endpoint of the store API. */
 export interface IEndpoint {
@@ -139,6 +148,28 @@ export const StoreEndpoints = {
     response: PublishResultSchema,
     statuses: [SUCCESS_STATUS, 400, 403, 404, 413, 415, 422, 502, 503]
   },
+  /** Name an archived version of a notebook (the newest by default), or rename it. */
+  nameVersion: {
+    operationId: 'nameVersion',
+    method: 'POST',
+    path: 'api/store/named/{path}',
+    body: NameVersionRequestSchema,
+    response: NamedVersionSchema,
+    statuses: [SUCCESS_STATUS, 400, 403, 404, 413, 415, 502, 503]
+  },
+  /** Take the name off an archived version. */
+  unnameVersion: {
+    operationId: 'unnameVersion',
+    method: 'DELETE',
+    path: 'api/store/named/{path}',
+    query: z.object({
+      object_version_id: versionId.meta({
+        description: 'The archived version whose name to remove (required).'
+      })
+    }),
+    response: UnnamedVersionSchema,
+    statuses: [SUCCESS_STATUS, 400, 403, 404, 502, 503]
+  },
   /** Copy an object, or one version of it, into the server's contents. */
   cloneObject: {
     operationId: 'cloneFromObjectStorage',
@@ -156,6 +187,72 @@ export const StoreEndpoints = {
     body: FsCloneRequestSchema,
     response: FsCloneResponseSchema,
     statuses: [SUCCESS_STATUS, 400, 403, 404, 409, 413, 415, 503, 507]
+  },
+  /** The recently deleted notebooks, newest deletion first. */
+  deleted: {
+    operationId: 'listDeleted',
+    method: 'GET',
+    path: 'api/store/deleted',
+    query: z.object({
+      prefix: z
+        .string()
+        .min(1)
+        .optional()
+        .meta({
+          description:
+            'Only the notebooks below this directory (a path relative to the root; `a` lists ' +
+            '`a/x.ipynb`, not `ab.ipynb`).'
+        }),
+      limit: z
+        .number()
+        .int()
+        .min(1)
+        .max(MAX_DELETED_LIMIT)
+        .optional()
+        .meta({
+          default: DEFAULT_DELETED_LIMIT,
+          description:
+            `The most deleted notebooks listed: a whole number from 1 to ${MAX_DELETED_LIMIT}, ` +
+            `written without sign, spaces or leading zeros; ${DEFAULT_DELETED_LIMIT} when left ` +
+            'out. `left_out` counts the others.'
+        })
+    }),
+    response: DeletedListingSchema,
+    statuses: [SUCCESS_STATUS, 400, 403, 404, 502, 503]
+  },
+  /** Write a version of a deleted notebook back (the newest before its delete by default). */
+  restore: {
+    operationId: 'restoreNotebook',
+    method: 'POST',
+    path: 'api/store/restore',
+    body: RestoreRequestSchema,
+    response: RestoreResponseSchema,
+    statuses: [SUCCESS_STATUS, 400, 403, 404, 409, 413, 415, 502, 503, 507]
+  },
+  /** The retention rule of the workspace prefix, and how many other lifecycle rules there are. */
+  retention: {
+    operationId: 'getRetention',
+    method: 'GET',
+    path: 'api/store/retention',
+    response: RetentionSchema,
+    statuses: [SUCCESS_STATUS, 403, 404, 501, 502, 503]
+  },
+  /** Set the retention rule of the workspace prefix; the bucket's other rules are kept. */
+  setRetention: {
+    operationId: 'setRetention',
+    method: 'PUT',
+    path: 'api/store/retention',
+    body: RetentionRuleSchema,
+    response: RetentionSchema,
+    statuses: [SUCCESS_STATUS, 400, 403, 404, 409, 413, 415, 501, 502, 503]
+  },
+  /** Remove the retention rule of the workspace prefix; the bucket's other rules are kept. */
+  clearRetention: {
+    operationId: 'clearRetention',
+    method: 'DELETE',
+    path: 'api/store/retention',
+    response: RetentionSchema,
+    statuses: [SUCCESS_STATUS, 403, 404, 501, 502, 503]
   },
   /** The diff between two notebooks, each named by a ref or given inline (unsaved work). */
   diffInline: {

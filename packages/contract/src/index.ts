@@ -5,3 +5,6 @@ export * from './publish';
 export * from './clone';
 export * from './diff';
 export * from './endpoints';
+export * from './labels';
+export * from './deleted';
+export * from './retention';

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { WorkspaceUsageSchema } from './deleted';
+import { VersionLabelSchema } from './labels';
 
 /** An ISO 8601 time in UTC, as the gateway writes times. */
 function dateTime(description: string) {
@@ -239,7 +241,16 @@ export const StoreInfoSchema = z
       description: 'Notebooks are published at `<published_prefix>/<path>` in the bucket.'
     }),
     /** Who answers the contents API, the `contents_backend` setting it came from, and why. */
-    contents_backend: ContentsBackendInfoSchema.optional()
+    contents_backend: ContentsBackendInfoSchema.optional(),
+    /** What the workspace prefix holds; null until first measured. Absent from older servers. */
+    usage: WorkspaceUsageSchema.nullable()
+      .optional()
+      .meta({
+        description:
+          'What the workspace prefix holds, measured at most once a minute in the background ' +
+          '(a listing of every version below it); null while archiving is off or until the ' +
+          'first measurement is done. Absent from older servers.'
+      })
   })
   .meta({
     description:
@@ -290,7 +301,14 @@ export const ObjectVersionSchema = z
         description:
           'Archived versions only: set on the first version archived after a rename, to the path ' +
           'the notebook was renamed from. The versions of that path follow it in the listing.'
-      })
+      }),
+    /** Archived versions only: the version's name and note, when it has been named. */
+    label: VersionLabelSchema.optional().meta({
+      description:
+        'Archived versions only: set when the version has been named (`POST ' +
+        'api/store/named/{path}`). Absent when it has no name, or when the named copies could ' +
+        'not be read (the listing is answered all the same).'
+    })
   })
   .meta({ description: 'One stored version of an object.' });
 

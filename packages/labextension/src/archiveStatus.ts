@@ -3,7 +3,7 @@ import { DOMUtils } from '@jupyterlab/apputils';
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { Signal, type ISignal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
-import { errorMessage, formatDuration, formatTime } from './format';
+import { errorMessage, formatBytes, formatDuration, formatTime } from './format';
 import { Dom } from './forms';
 import type { StoreClient } from './storeClient';
 
@@ -193,6 +193,27 @@ export function summarize(
     detail: queue,
     warning: false
   };
+}
+
+/**
+ * What the workspace holds, in one line: "Workspace: 1,234 versions of 56 notebooks, 12.3 MB";
+ * null when the server does not report it (older servers, archiving off, not measured yet).
+ */
+export function usageText(info: StoreInfo, trans: TranslationBundle): string | null {
+  const usage = info.usage;
+  if (!usage) return null;
+  const count = (value: number) => value.toLocaleString();
+  return trans.__(
+    'Workspace: %1, %2',
+    trans._n(
+      '%2 version of %3 notebook',
+      '%2 versions of %3 notebooks',
+      usage.versions,
+      count(usage.versions),
+      count(usage.objects)
+    ),
+    formatBytes(usage.bytes, trans)
+  );
 }
 
 /** "every 60 seconds": how often the reconciliation scan runs. */

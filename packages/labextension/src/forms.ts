@@ -1,4 +1,5 @@
 import type { Dialog } from '@jupyterlab/apputils';
+import { refreshIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 /** Small DOM helpers shared by the dialogs and panels (plain DOM: no framework needed). */
@@ -15,10 +16,28 @@ export namespace Dom {
     return node;
   }
 
+  /**
+   * A minimal button with JupyterLab's refresh icon: `title` is its tooltip, `label` what it
+   * refreshes for screen readers ("Refresh the versions").
+   */
+  export function refreshButton(
+    title: string,
+    label: string,
+    onClick: () => void
+  ): HTMLButtonElement {
+    const button = element('button', 'jp-Button jp-mod-minimal jp-store-IconButton');
+    button.type = 'button';
+    button.title = title;
+    button.setAttribute('aria-label', label);
+    refreshIcon.element({ container: button, elementSize: 'normal' });
+    button.addEventListener('click', onClick);
+    return button;
+  }
+
   /** A labelled text input: `<label>Label <input></label>`, with an optional hint below. */
   export function field(
     label: string,
-    input: HTMLInputElement | HTMLSelectElement,
+    input: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement,
     hint?: string
   ): HTMLLabelElement {
     const row = element('label', 'jp-store-Field');

@@ -13,15 +13,18 @@ import {
   ArchiveStatusItem,
   ArchiveStatusModel,
   observationSection,
-  summarize
+  summarize,
+  usageText
 } from './archiveStatus';
 import { cloneFromFileSystem, cloneFromObjectStorage, type ICloneContext } from './clone';
 import { VersionComparer } from './compare';
 import { Dom } from './forms';
 import { cloneFolderIcon, cloneIcon, publishIcon, versionsIcon } from './icons';
 import { publishNotebook } from './publish';
+import { saveVersion } from './saveVersion';
 import { layoutOf, StoreClient } from './storeClient';
 import { CommandIDs, PLUGIN_ID, TRANSLATION_DOMAIN } from './tokens';
+import { RecentlyDeleted } from './recentlyDeleted';
 import { VersionsPanel } from './versionsPanel';
 
 /** How often the archive status is refreshed when the settings do not say. */
@@ -185,7 +188,17 @@ function activateFeatures(context: IFeatureContext): void {
             },
             pickAndCompare: async path => {
               await commands.execute(CommandIDs.compareVersions, { path });
-            }
+            },
+            saveVersion: async () => {
+              await commands.execute(CommandIDs.saveVersion);
+            },
+            recentlyDeleted: new RecentlyDeleted({
+              client,
+              trans,
+              status,
+              open,
+              contents: app.serviceManager.contents
+            })
           });
           panel.title.icon = versionsIcon;
           const created = panel;
@@ -199,6 +212,16 @@ function activateFeatures(context: IFeatureContext): void {
       }
     });
     registered.push(CommandIDs.showVersions);
+    commands.addCommand(CommandIDs.saveVersion, {
+      label: trans.__('Save Version…'),
+      caption: trans.__('Save this notebook and give the version saved a name and a note'),
+      isEnabled: () => currentNotebook() !== null,
+      execute: async () => {
+        const notebook = currentNotebook();
+        if (notebook && (await saveVersion(notebook, client, trans))) await panel?.refresh();
+      }
+    });
+    registered.push(CommandIDs.saveVersion);
   }
 
   commands.addCommand(CommandIDs.showArchiveStatus, {
@@ -213,6 +236,7 @@ function activateFeatures(context: IFeatureContext): void {
       for (const id of [
         CommandIDs.publish,
         CommandIDs.showVersions,
+        CommandIDs.saveVersion,
         CommandIDs.compareVersions,
         CommandIDs.compareUnsaved,
         CommandIDs.previewVersion
@@ -395,6 +419,8 @@ async function showArchiveStatus(
       )
     );
   }
+  const usage = usageText(info, trans);
+  if (usage) body.node.appendChild(Dom.element('p', 'jp-store-Usage', usage));
   const observation = observationSection(info, trans);
   if (observation) body.node.appendChild(observation);
   body.node.appendChild(

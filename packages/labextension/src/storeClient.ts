@@ -1,15 +1,19 @@
 import {
   StoreEndpoints,
   trimSlashes,
+  type DeletedListing,
   type DiffRequest,
   type EndpointRequest,
   type EndpointResponse,
   type FsCloneRequest,
   type FsCloneResponse,
+  type NamedVersion,
+  type NameVersionRequest,
   type NotebookDiff,
   type ObjectCloneRequest,
   type ObjectCloneResponse,
   type PublishResult,
+  type RestoreResponse,
   type StoreEndpointName,
   type StoreInfo,
   type VersionContent,
@@ -115,6 +119,31 @@ export class StoreClient {
   /** `POST api/store/fs-clone`: copy a file from below the clone base directory. */
   cloneFromFileSystem(request: FsCloneRequest): Promise<FsCloneResponse> {
     return this._call('cloneFromFileSystem', { body: request });
+  }
+
+  /**
+   * `GET api/store/deleted[?prefix=…]`: the recently deleted notebooks, newest deletion first.
+   */
+  deleted(query: { prefix?: string; limit?: number } = {}): Promise<DeletedListing> {
+    return this._call('deleted', { query });
+  }
+
+  /**
+   * `POST api/store/restore`: write a deleted notebook back (its last version unless
+   * `versionId` names one); the answer's `path` is where it landed.
+   */
+  restore(path: string, versionId?: string): Promise<RestoreResponse> {
+    return this._call('restore', {
+      body: { path: trimSlashes(path), object_version_id: versionId }
+    });
+  }
+
+  /**
+   * `POST api/store/named/<path>`: name an archived version (the newest, once the last save is
+   * archived, unless `object_version_id` names one), replacing the name it had.
+   */
+  nameVersion(path: string, request: NameVersionRequest): Promise<NamedVersion> {
+    return this._call('nameVersion', { path: trimSlashes(path), body: request });
   }
 
   /**

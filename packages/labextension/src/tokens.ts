@@ -35,6 +35,11 @@ export namespace CommandIDs {
    * arguments `path`, `ref` and `label`, or a version picked in a dialog.
    */
   export const previewVersion = 'jupyter-store:preview-version';
+  /**
+   * Save the current notebook and name the version the save archives (`store_valid`): a dialog
+   * asks for the name and a note.
+   */
+  export const saveVersion = 'jupyter-store:save-version';
   /** Show the archive status in a dialog (any store API). */
   export const showArchiveStatus = 'jupyter-store:show-archive-status';
 }

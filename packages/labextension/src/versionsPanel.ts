@@ -5,23 +5,28 @@ import type * as nbformat from '@jupyterlab/nbformat';
 import type { DocumentRegistry } from '@jupyterlab/docregistry';
 import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 import type { TranslationBundle } from '@jupyterlab/translation';
-import { refreshIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 import type { ArchiveStatusModel } from './archiveStatus';
 import { UNSAVED_REF, versionLabel, versionRef, type IComparison, type IPreview } from './compare';
 import { runWithProgress } from './errors';
 import { datedSibling, errorMessage, formatBytes, formatTime } from './format';
 import { Dom } from './forms';
+import { labelElement, nameArchivedVersion } from './saveVersion';
+import type { RecentlyDeleted } from './recentlyDeleted';
 import { StoreRequestError } from './request';
 import type { StoreClient } from './storeClient';
 
 type NotebookContext = DocumentRegistry.IContext<INotebookModel>;
+/** A Lumino message (the type of `@lumino/messaging`, through the widget that takes it). */
+type Message = Parameters<Widget['processMessage']>[0];
 
 /**
  * The archived and published versions of one notebook, newest first, with time and size:
  * "Open" clones a version beside the notebook, "Restore" replaces the notebook's content with
  * it (a save, so it becomes a new version itself), "Preview" shows it read-only, and "Compare
  * with current" and "Compare with previous" open a diff; "Compare two…" asks for any two.
+ * "Name…" names an archived version, "Save Version…" saves and names the new one; a named
+ * version shows its name and note above its facts.
  * Refreshed after each archive.
  *
  * #### Notes
@@ -63,24 +68,35 @@ export class VersionsPanel extends Widget {
       if (this._notebook) void options.pickAndCompare(this._notebook.context.path);
     });
     this._compareTwo = compareTwo;
-    const refresh = Dom.element('button', 'jp-Button jp-mod-minimal jp-store-IconButton');
-    refresh.type = 'button';
-    refresh.title = trans.__('Refresh');
-    refresh.setAttribute('aria-label', trans.__('Refresh the versions'));
-    refreshIcon.element({ container: refresh, elementSize: 'normal' });
-    refresh.addEventListener('click', () => void this.refresh());
-    header.appendChild(refresh);
+    const saveVersion = Dom.element(
+      'button',
+      'jp-Button jp-mod-styled jp-mod-reject jp-store-Version-button',
+      trans.__('Save Version…')
+    );
+    saveVersion.type = 'button';
+    saveVersion.dataset.action = 'save-version';
+    saveVersion.title = trans.__('Save the notebook and give the version saved a name');
+    saveVersion.addEventListener('click', () => void options.saveVersion());
+    this._saveVersion = saveVersion;
+    header.appendChild(
+      Dom.refreshButton(trans.__('Refresh'), trans.__('Refresh the versions'), () => {
+        void this.refresh();
+      })
+    );
     this.node.appendChild(header);
     this._pathLine = Dom.element('p', 'jp-store-VersionsPanel-path');
     this.node.appendChild(this._pathLine);
     const tools = Dom.element('div', 'jp-store-VersionsPanel-tools');
     tools.appendChild(compareTwo);
+    tools.appendChild(saveVersion);
     this.node.appendChild(tools);
     this._message = Dom.element('p', 'jp-store-VersionsPanel-message');
     this._message.setAttribute('role', 'status');
     this.node.appendChild(this._message);
     this._body = Dom.element('div', 'jp-store-VersionsPanel-body');
     this.node.appendChild(this._body);
+    this._recentlyDeleted = options.recentlyDeleted ?? null;
+    if (this._recentlyDeleted) this.node.appendChild(this._recentlyDeleted.node);
     this._status.changed.connect(this._onStatus, this);
     this._render();
   }
@@ -174,9 +190,16 @@ export class VersionsPanel extends Widget {
 
   override dispose(): void {
     if (this.isDisposed) return;
+    this._recentlyDeleted?.dispose();
     this.setNotebook(null);
     this._status.changed.disconnect(this._onStatus, this);
     super.dispose();
+  }
+
+  /** The recently deleted notebooks are listed again each time the panel is shown. */
+  protected override onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    void this._recentlyDeleted?.refresh();
   }
 
   private _onSaveState(_: NotebookContext, state: DocumentRegistry.SaveState): void {
@@ -243,6 +266,7 @@ export class VersionsPanel extends Widget {
     this._body.replaceChildren();
     const panel = this._notebook;
     this._compareTwo.disabled = !panel;
+    this._saveVersion.disabled = !panel;
     if (!panel) {
       this._pathLine.textContent = trans.__('Open a notebook to see its versions.');
       return;
@@ -329,6 +353,11 @@ export class VersionsPanel extends Widget {
         facts.appendChild(name);
       }
       facts.title = trans.__('Version id: %1', version.object_version_id);
+      const label = kind === 'workspace' ? labelElement(version, trans) : null;
+      if (label) {
+        item.classList.add('jp-mod-named');
+        item.appendChild(label);
+      }
       item.appendChild(facts);
       const actions = Dom.element('div', 'jp-store-Version-actions');
       const text = Private.buttonText(trans, formatTime(version.last_modified));
@@ -339,6 +368,9 @@ export class VersionsPanel extends Widget {
         this._button('restore', text, () => this._restoreVersion(listing, key, version)),
         this._button('preview', text, () => this._preview(this._previewOf(kind, version)))
       );
+      if (kind === 'workspace') {
+        actions.appendChild(this._button('name', text, () => this._nameVersion(version)));
+      }
       item.appendChild(actions);
       const compare = Dom.element('div', 'jp-store-Version-actions');
       compare.appendChild(
@@ -457,6 +489,15 @@ export class VersionsPanel extends Widget {
     return this._listing ? Private.earlierPath(kind, this._listing, version) : undefined;
   }
 
+  /** Name (or rename) an archived version, read at the path it was archived under. */
+  private async _nameVersion(version: ObjectVersion): Promise<void> {
+    const path = this._earlierPath('workspace', version) ?? this._notebook?.context.path;
+    if (path === undefined) return;
+    if (await nameArchivedVersion(path, version, this._client, this._trans)) {
+      await this.refresh();
+    }
+  }
+
   /** Clone the version into a new file beside the notebook, and open it. */
   private async _openVersion(
     listing: VersionListing,
@@ -542,10 +583,12 @@ export class VersionsPanel extends Widget {
   private readonly _trans: TranslationBundle;
   private readonly _status: ArchiveStatusModel;
   private readonly _open: (path: string) => Promise<void>;
+  private readonly _recentlyDeleted: RecentlyDeleted | null;
   private readonly _compare: (comparison: IComparison) => Promise<void>;
   private readonly _preview: (preview: IPreview) => Promise<void>;
   private readonly _heading: HTMLElement;
   private readonly _compareTwo: HTMLButtonElement;
+  private readonly _saveVersion: HTMLButtonElement;
   private readonly _pathLine: HTMLElement;
   private readonly _message: HTMLElement;
   private readonly _body: HTMLElement;
@@ -561,7 +604,7 @@ export class VersionsPanel extends Widget {
 namespace Private {
   /** What a version's buttons do; also each button's `data-action`. */
   export type VersionAction =
-    'open' | 'restore' | 'preview' | 'compare-current' | 'compare-previous';
+    'open' | 'restore' | 'preview' | 'name' | 'compare-current' | 'compare-previous';
 
   /** The label and the tooltip of each of a version's buttons. */
   export type ButtonText = Record<VersionAction, [label: string, description: string]>;
@@ -575,6 +618,7 @@ namespace Private {
         trans.__('Preview'),
         trans.__('Show the version of %1 read-only, without creating a file', when)
       ],
+      name: [trans.__('Name…'), trans.__('Give the version of %1 a name and a note', when)],
       'compare-current': [
         trans.__('Compare with current'),
         trans.__('See what changed from the version of %1 to the notebook as it is now', when)
@@ -630,5 +674,9 @@ export namespace VersionsPanel {
     preview(preview: IPreview): Promise<void>;
     /** Ask for two sides of the notebook at `path`, then open their diff. */
     pickAndCompare(path: string): Promise<void>;
+    /** Save the notebook shown and name the version saved (File › Save Version…). */
+    saveVersion(): Promise<void>;
+    /** The "Recently deleted" section shown below the versions; the panel disposes of it. */
+    recentlyDeleted?: RecentlyDeleted;
   }
 }

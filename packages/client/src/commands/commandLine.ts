@@ -13,6 +13,20 @@ export class UsageError extends Error {
 }
 
 /**
+ * A `--limit` value: a whole number from 1 to `max`, or undefined when not given.
+ *
+ * @throws UsageError for anything else.
+ */
+export function parseLimitOption(value: string | undefined, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  const limit = /^[1-9][0-9]*$/.test(value) ? Number(value) : NaN;
+  if (!(limit <= max)) {
+    throw new UsageError(`--limit: '${value}' is not a whole number from 1 to ${max}`);
+  }
+  return limit;
+}
+
+/**
  * The conventions of jupyter-store's command lines, shared by `jupyter-store` and
  * `jupyter store`: output through the given writers (so that tests run commands in-process),
  * help and version on stdout with status 0, every usage error as one line naming the problem

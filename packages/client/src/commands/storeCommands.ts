@@ -12,11 +12,15 @@ import { StoreClientError, StoreError } from '../errors';
 import type { ILiveServerRecord } from '../records';
 import { StoreClient } from '../storeClient';
 import { describeNotebookDiff } from './diffText';
-import { CommandLine, UsageError } from './commandLine';
+import { RetentionCommand } from './retention';
+import { DeletedCommand } from './deleted';
+import { RestoreCommand } from './restore';
+import { SaveVersion } from './saveVersion';
+import { CommandLine, parseLimitOption, UsageError } from './commandLine';
 
 /**
  * The `jupyter store` commands of the client: `clone`, `fs-clone`, `publish`, `versions`,
- * `diff` and `servers`. They print for people by default and JSON with `--json`, and exit 0 on
+ * `diff`, `save-version`, `retention`, `deleted`, `restore` and `servers`. They print for people by default and JSON with `--json`, and exit 0 on
  * success, 1 when the server (or finding it) fails, with its message, and 2 on bad usage, with
  * one line on stderr. `diff` exits as `diff` does: 0 when the notebooks are equal, 1 when they
  * differ, 2 on any error.
@@ -29,6 +33,10 @@ export const STORE_COMMANDS = [
   'publish',
   'versions',
   'diff',
+  'save-version',
+  'retention',
+  'deleted',
+  'restore',
   'servers'
 ] as const;
 
@@ -159,6 +167,10 @@ interface IStoreOptions {
   token?: string;
   limit?: string;
   next?: string;
+  note?: string;
+  version?: string;
+  keepNewest?: string;
+  noncurrentDays?: string;
 }
 
 interface IInvocation {
@@ -303,6 +315,59 @@ const COMMANDS: Record<StoreCommandName, ICommand> = {
       };
     }
   },
+  'save-version': {
+    summary: SaveVersion.summary,
+    usage: SaveVersion.usage,
+    description: SaveVersion.description,
+    arguments: SaveVersion.args,
+    options: SaveVersion.options,
+    server: true,
+    async run({ options, positionals, io }) {
+      const client = createClient(options, io);
+      const path = (await serverPathArgument(client, positionals[0], io)) ?? positionals[0];
+      const { note, version } = options;
+      return SaveVersion.run(client, { path, name: positionals[1], note, version });
+    }
+  },
+  retention: {
+    summary: RetentionCommand.summary,
+    usage: RetentionCommand.usage,
+    description: RetentionCommand.description,
+    arguments: RetentionCommand.args,
+    options: RetentionCommand.options,
+    server: true,
+    async run({ options, positionals, io }) {
+      const request = { action: positionals[0], ...options };
+      RetentionCommand.change(request);
+      return RetentionCommand.run(createClient(options, io), request);
+    }
+  },
+  deleted: {
+    summary: DeletedCommand.summary,
+    usage: DeletedCommand.usage,
+    description: DeletedCommand.description,
+    arguments: DeletedCommand.args,
+    options: DeletedCommand.options,
+    server: true,
+    async run({ options, positionals, io }) {
+      const client = createClient(options, io);
+      const prefix = await serverPathArgument(client, positionals[0], io);
+      return DeletedCommand.run(client, { prefix, limit: options.limit });
+    }
+  },
+  restore: {
+    summary: RestoreCommand.summary,
+    usage: RestoreCommand.usage,
+    description: RestoreCommand.description,
+    arguments: RestoreCommand.args,
+    options: RestoreCommand.options,
+    server: true,
+    async run({ options, positionals, io }) {
+      const client = createClient(options, io);
+      const path = (await serverPathArgument(client, positionals[0], io)) ?? positionals[0];
+      return RestoreCommand.run(client, { path, version: options.version });
+    }
+  },
   servers: {
     summary: 'list the running Jupyter servers',
     usage: '[options]',
@@ -366,14 +431,7 @@ function describePublished(result: StoreClient.IPublishResult): string {
 
 /** `--limit`: a whole number from 1 to the server's maximum, or undefined when not given. */
 function parseLimit(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const limit = /^[1-9][0-9]*$/.test(value) ? Number(value) : NaN;
-  if (!(limit <= MAX_VERSIONS_PAGE_LIMIT)) {
-    throw new UsageError(
-      `--limit: '${value}' is not a whole number from 1 to ${MAX_VERSIONS_PAGE_LIMIT}`
-    );
-  }
-  return limit;
+  return parseLimitOption(value, MAX_VERSIONS_PAGE_LIMIT);
 }
 
 /**
@@ -404,7 +462,7 @@ function describeVersions(
         version.renamed_from === undefined ? '' : `  renamed from ${version.renamed_from}`;
       lines.push(
         `    ${version.object_version_id}  ${version.last_modified}  ${version.size} bytes` +
-          `${latest}${earlier}${renamed}`
+          `${latest}${earlier}${renamed}${SaveVersion.labelText(version, '      ')}`
       );
     }
   }

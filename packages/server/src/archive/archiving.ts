@@ -11,6 +11,7 @@ import {
 } from '../settings';
 import { LocalObjectStore } from '../storage/localStore';
 import type { IObjectStore } from '../storage/objectStore';
+import { hubCredentialsFromSettings } from '../storage/hubCredentials';
 import { S3ObjectStore } from '../storage/s3Store';
 import type { ArchiveObservation } from '@jupyter-store/contract';
 import type { UpstreamAddress } from '../gateway/upstream';
@@ -38,18 +39,36 @@ export function createObjectStore(settings: StoreSettings): {
       bucket: EMBEDDED_BUCKET
     };
   }
+  // On JupyterHub: short-lived credentials of this user's prefixes, from our service.
+  const hubCredentials = hubCredentialsFromSettings(settings);
   return {
     store: new S3ObjectStore({
       endpoint: settings.object_endpoint_url,
       region: settings.object_region_name,
       accessKeyId: settings.object_access_key_id,
       secretAccessKey: settings.object_secret_access_key,
+      credentials: hubCredentials,
+      headBucket: hubCredentials === undefined,
       maxSockets: settings.max_threads,
       requestTimeoutMs: settings.object_timeout_seconds * 1000,
       checksums: settings.object_checksums
     }),
     bucket: settings.object_bucket
   };
+}
+
+/**
+ * Let the save of one path just made reach the bucket: its intake settles and queues it, then
+ * the queue archives it. At most 5 s in all: with object storage out of reach the caller goes
+ * on with what the bucket holds (JupyterLab asks for a checkpoint right after a save; a named
+ * version names the newest archived one).
+ */
+function pathSettled(intake: ArchiveIntake, queue: ArchiveQueue, apiPath: string): Promise<void> {
+  const deadline = Date.now() + 5000;
+  return intake
+    .idle(5000, apiPath)
+    .then(() => queue.flushPath(apiPath, Math.max(0, deadline - Date.now())))
+    .then(() => undefined);
 }
 
 /**
@@ -163,11 +182,7 @@ export class Archiving {
             log: message => archiveLog.warn(message),
             // JupyterLab asks for a checkpoint right after a save: let that save reach the bucket.
             // At most 5 s in all: with object storage out of reach, the answer is Jupyter's copy.
-            settled: async apiPath => {
-              const deadline = Date.now() + 5000;
-              await intake.idle(5000, apiPath);
-              await queue.flushPath(apiPath, Math.max(0, deadline - Date.now()));
-            }
+            settled: apiPath => pathSettled(intake, queue, apiPath)
           })
         : undefined
     );
@@ -248,6 +263,16 @@ export class Archiving {
   /** Run a full scan now; resolves when its differences are queued. */
   scanNow(reason = 'asked for'): Promise<void> {
     return this._observers?.scan.run(reason) ?? Promise.resolve();
+  }
+
+  /**
+   * Wait (at most 5 s) until the changes of one path seen so far are archived: what a caller
+   * that names "the newest version" right after a save needs (see {@link pathSettled}).
+   */
+  async pathSettled(apiPath: string): Promise<void> {
+    if (this._observers && this.queue) {
+      await pathSettled(this._observers.intake, this.queue, apiPath);
+    }
   }
 
   /** Wait until every change seen so far is queued (not yet archived). */

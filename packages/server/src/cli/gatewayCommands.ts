@@ -212,7 +212,7 @@ function tokenFromFlags(options: IGatewayOptions): string | undefined {
  * users of the machine can read (`ps`): it names the flags and where else to give them, never
  * their values.
  */
-function warnAboutVisibleSecrets(log: Logger, options: IGatewayOptions): void {
+export function warnAboutVisibleSecrets(log: Logger, options: IGatewayOptions): void {
   const storeFlags = options.storeSettings;
   const flags: string[] = [];
   const instead: string[] = [];
@@ -237,13 +237,16 @@ function warnAboutVisibleSecrets(log: Logger, options: IGatewayOptions): void {
 }
 
 /** The settings `lab` and `serve` share: the gateway's, and what only the command line needs. */
-interface ICommonSettings extends startGateway.ISettings {
+export interface ICommonSettings extends startGateway.ISettings {
   configFile: string | undefined;
   logLevel: LogLevel;
   runtimeDir: string;
 }
 
-function commonSettings(options: IGatewayOptions, sysPrefix: string | undefined): ICommonSettings {
+export function commonSettings(
+  options: IGatewayOptions,
+  sysPrefix: string | undefined
+): ICommonSettings {
   const { ip, baseUrl, logLevel } = options;
   const port = Number(options.port);
   if (!/^\d+$/.test(options.port) || port > 65535) {
@@ -295,7 +298,7 @@ function commonSettings(options: IGatewayOptions, sysPrefix: string | undefined)
  * The Python environment (`sys.prefix`) a `jupyter` executable belongs to: `<prefix>/bin/jupyter`
  * (symlinks resolved), so `<prefix>/etc/jupyter` is its environment config directory.
  */
-function pythonPrefixOf(jupyter: string): string | undefined {
+export function pythonPrefixOf(jupyter: string): string | undefined {
   if (!jupyter.includes(path.sep)) return undefined;
   try {
     return path.dirname(path.dirname(fs.realpathSync(jupyter)));
@@ -314,7 +317,7 @@ function isLoopbackBinding(ip: string): boolean {
  * A directory holding a `jupyter-store` command that runs this very CLI with this very Node, put
  * first on Jupyter's PATH so that kernels and terminals can run `jupyter store …`.
  */
-function createCommandShim(): string {
+export function createCommandShim(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-store-bin-'));
   const script = `#!/bin/sh\nexec ${shellQuote(process.execPath)} ${shellQuote(path.join(__dirname, 'main.js'))} "$@"\n`;
   fs.writeFileSync(path.join(dir, 'jupyter-store'), script, { mode: 0o755 });
@@ -322,7 +325,7 @@ function createCommandShim(): string {
 }
 
 /** The prebuilt Lab extensions shipped with this package, if it has been built with them. */
-function bundledLabextensions(): string[] {
+export function bundledLabextensions(): string[] {
   const dir = path.resolve(__dirname, '..', '..', 'labextensions');
   return isDirectory(dir) ? [dir] : [];
 }

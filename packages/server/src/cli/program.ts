@@ -10,13 +10,16 @@ import { splitSettingsFlags } from '../settings/commandLine';
 import { packageVersion } from '../version';
 import type * as EnableCommands from './enableCommands';
 import type * as GatewayCommands from './gatewayCommands';
+import type * as SingleuserCommand from '../hub/singleuser';
+import type * as CredentialsCommand from '../hub/credentialsCommand';
 
 /**
- * The `jupyter-store` command line: `lab` and `serve` (the gateway), `enable` and `disable`
- * (publishing), and the client's store commands. It declares every command and option, so
- * that help and usage errors need nothing else; the server's code behind `lab`, `serve`,
- * `enable` and `disable` is loaded only when one of them runs, so that the store commands,
- * which a kernel runs often, start without it.
+ * The `jupyter-store` command line: `lab` and `serve` (the gateway), `singleuser` (the gateway
+ * as a JupyterHub spawner's command), `enable` and `disable` (publishing), and the client's
+ * store commands. It declares every command and option, so that help and usage errors need
+ * nothing else; the server's code behind `lab`, `serve`, `singleuser`, `enable` and `disable`
+ * is loaded only when one of them runs, so that the store commands, which a kernel runs often,
+ * start without it.
  *
  * @returns the exit status (see {@link CommandLine.run}).
  */
@@ -45,6 +48,8 @@ export namespace runJupyterStore {
   export interface IServerCommands {
     gateway(): Promise<typeof GatewayCommands>;
     enable(): Promise<typeof EnableCommands>;
+    singleuser(): Promise<typeof SingleuserCommand>;
+    credentials(): Promise<typeof CredentialsCommand>;
   }
 }
 
@@ -53,7 +58,9 @@ type IServerCommands = runJupyterStore.IServerCommands;
 /** Where the server's commands come from when they run. */
 const SERVER_COMMANDS: IServerCommands = {
   gateway: () => import('./gatewayCommands.js'),
-  enable: () => import('./enableCommands.js')
+  enable: () => import('./enableCommands.js'),
+  singleuser: () => import('../hub/singleuser.js'),
+  credentials: () => import('../hub/credentialsCommand.js')
 };
 
 /** The program, every command reporting through `line`. */
@@ -139,6 +146,27 @@ function createProgram(
     });
   });
 
+  const singleuser = Private.singleuserCommand(line);
+  singleuser.action(async () => {
+    const { runSingleuser } = await modules.singleuser();
+    line.status = await runSingleuser({
+      ...singleuser.opts<
+        Omit<SingleuserCommand.ISingleuserOptions, 'storeSettings' | 'jupyterArgs'>
+      >(),
+      storeSettings: singleuser.storeSettings,
+      jupyterArgs: singleuser.jupyterArgs
+    });
+  });
+
+  const credentials = Private.credentialsServiceCommand(line);
+  credentials.action(async () => {
+    const { runCredentialsService } = await modules.credentials();
+    line.status = await runCredentialsService({
+      ...credentials.opts<Omit<CredentialsCommand.ICredentialsServiceOptions, 'storeSettings'>>(),
+      storeSettings: credentials.storeSettings
+    });
+  });
+
   const context = {
     env: io.env,
     write: (text: string) => io.stdout(text),
@@ -170,7 +198,9 @@ function createProgram(
     commands => commands.runDisable
   );
 
-  for (const command of [lab, serve, enable, disable]) program.addCommand(command);
+  for (const command of [lab, serve, singleuser, credentials, enable, disable]) {
+    program.addCommand(command);
+  }
   addStoreCommands(program, line, io);
   return program;
 }
@@ -242,6 +272,69 @@ namespace Private {
       );
   }
 
+  /**
+   * `singleuser`, the command of a JupyterHub spawner: where it listens, its base URL and its
+   * root directory come from the Hub's `JUPYTERHUB_*` variables.
+   */
+  export function singleuserCommand(line: CommandLine): GatewayCommand {
+    return line
+      .configure(new GatewayCommand('singleuser', { passthrough: true }), 'jupyter-store')
+      .summary('run as a JupyterHub single-user server: jupyterhub-singleuser behind the gateway')
+      .usage('[options] [-- extra jupyterhub-singleuser arguments]')
+      .description(SINGLEUSER_DESCRIPTION)
+      .option(
+        '--root-dir <DIR>',
+        'directory to serve (default: $JUPYTERHUB_ROOT_DIR, else the current directory)'
+      )
+      .option('--config <FILE>', 'a Jupyter config file (JSON or Python)')
+      .option(
+        '--jupyterhub-singleuser <PATH>',
+        "the jupyterhub-singleuser executable (default: the one on PATH, else the project's .venv)"
+      )
+      .option('--allow-root', 'let the single-user server run as root (it refuses otherwise)')
+      .addOption(
+        new Option(
+          '--upstream-transport <KIND>',
+          'how the gateway reaches the single-user server: unix (a private socket) or tcp'
+        )
+          .choices(['unix', 'tcp'])
+          .default('unix')
+      )
+      .option(
+        '--activity-interval <SECONDS>',
+        'the shortest time between two reports to the Hub of activity the gateway answered',
+        '30'
+      )
+      .addOption(
+        new Option('--log-level <LEVEL>', 'how much the gateway logs')
+          .choices(LOG_LEVELS)
+          .default('info')
+      )
+      .addHelpText('after', `\n${SETTINGS_NOTE}`);
+  }
+
+  /**
+   * `credentials-service`, a JupyterHub-managed service that gives single-user servers
+   * short-lived credentials scoped to their user's prefixes.
+   */
+  export function credentialsServiceCommand(line: CommandLine): GatewayCommand {
+    return line
+      .configure(
+        new GatewayCommand('credentials-service', { passthrough: false }),
+        'jupyter-store'
+      )
+      .summary("run JupyterHub's credential service: per-user short-lived S3 credentials")
+      .description(CREDENTIALS_DESCRIPTION)
+      .option('--url <URL>', 'where to listen (default: $JUPYTERHUB_SERVICE_URL)')
+      .option('--config <FILE>', 'a JSON config file with StoreSettings')
+      .addOption(
+        new Option('--log-level <LEVEL>', 'how much the service logs')
+          .choices(LOG_LEVELS)
+          .default('info')
+      )
+      .addHelpText('after', `\n${SETTINGS_NOTE}`);
+  }
+
   /** `enable` or `disable`, with exactly one scope. */
   export function scopeCommand(line: CommandLine, name: string): Command {
     return line
@@ -265,6 +358,10 @@ namespace Private {
   }
 
   export const LAB_DESCRIPTION = `Start JupyterLab behind the jupyter-store gateway. Jupyter listens on a private unix socket (or a loopback port); the gateway answers the contents API itself and passes everything else through, so every save goes through jupyter-store.`;
+
+  export const SINGLEUSER_DESCRIPTION = `Run as a JupyterHub single-user server (c.Spawner.cmd = ['jupyter-store', 'singleuser']). It starts jupyterhub-singleuser on a private unix socket (or a loopback port) and listens where the Hub expects the server ($JUPYTERHUB_SERVICE_URL), with the Hub's base URL ($JUPYTERHUB_SERVICE_PREFIX) and root directory ($JUPYTERHUB_ROOT_DIR). The Hub's login passes through; the gateway reports the activity of the requests it answers to the Hub.`;
+
+  export const CREDENTIALS_DESCRIPTION = `Run as a JupyterHub service (an entry of c.JupyterHub.services with this command and a url). POST {prefix}credentials with a single-user server's JUPYTERHUB_API_TOKEN answers short-lived S3 credentials (STS AssumeRole) whose session policy allows only that user's prefixes; single-user servers ask for them with the credentials_service_url setting. The long-lived credentials are this service's own (STORE_OBJECT_* variables or settings) and are never passed on.`;
 
   export const LAB_NOTE = `If Jupyter exits, the gateway stops too, with a non-zero exit status: run it under a
 supervisor (systemd, a container runtime) to restart both.`;

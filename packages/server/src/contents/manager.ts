@@ -782,9 +782,10 @@ export class ContentsManager {
 
   /**
    * Save restored bytes over a file. A notebook keeps the trust its bytes had, as Jupyter's
-   * restore (a copy) leaves it: trusted only if that exact notebook was signed.
+   * restore (a copy) leaves it: trusted only if that exact notebook was signed. Also the
+   * store API's restore of a deleted notebook writes through it.
    */
-  private async saveRestored(apiPath: string, bytes: Buffer): Promise<void> {
+  async saveRestored(apiPath: string, bytes: Buffer): Promise<ContentsModel> {
     if (isNotebookName(apiPath)) {
       let notebook: NotebookNode | undefined;
       try {
@@ -796,11 +797,10 @@ export class ContentsManager {
         if (this.notary) {
           this.notary.markCells(notebook, await this.notary.checkSignature(notebook));
         }
-        await this.save(apiPath, { type: 'notebook', format: 'json', content: notebook });
-        return;
+        return this.save(apiPath, { type: 'notebook', format: 'json', content: notebook });
       }
     }
-    await this.save(apiPath, {
+    return this.save(apiPath, {
       type: 'file',
       format: 'base64',
       content: bytes.toString('base64')

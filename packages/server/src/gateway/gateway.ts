@@ -142,6 +142,15 @@ export class Gateway {
     this._relayedSaveHooks.push(hook);
   }
 
+  /**
+   * Call `listener` after each authenticated request that the gateway answered itself, as
+   * Jupyter records `last_activity` for its API requests (not with `no_track_activity` in the
+   * query). Requests passed to the upstream are not reported: the upstream counts those itself.
+   */
+  onActivity(listener: () => void): void {
+    this._activityListeners.push(listener);
+  }
+
   /** Start listening; resolves with the bound address. */
   listen(port: number, host: string): Promise<AddressInfo> {
     return new Promise((resolve, reject) => {
@@ -224,6 +233,9 @@ export class Gateway {
       // Jupyter's API headers on every answer of ours; HTML pages set their own policy.
       response.setHeader('X-Content-Type-Options', 'nosniff');
       response.setHeader('Content-Security-Policy', this._apiCsp);
+      if (this._activityListeners.length) {
+        response.once('finish', () => this._reportActivity(request as express.Request, url));
+      }
       // Reached when no route of ours answered: a JSON 404, never express's HTML page.
       this.app(request as express.Request, response as express.Response, () =>
         sendError(response as express.Response, httpErrors.noSuchRoute('Not Found'))
@@ -240,6 +252,12 @@ export class Gateway {
         for (const hook of this._relayedSaveHooks) await hook(apiPath);
       });
     } else this.proxy.web(request, response);
+  }
+
+  private _reportActivity(request: express.Request, url: string): void {
+    if (!request.jupyterAuth) return;
+    if (new URL(url, 'http://gateway.invalid').searchParams.has('no_track_activity')) return;
+    for (const listener of this._activityListeners) listener();
   }
 
   private _upgrade(request: http.IncomingMessage, socket: net.Socket, head: Buffer): void {
@@ -261,6 +279,7 @@ export class Gateway {
   private readonly _ownedPrefixes: string[] = [];
   private readonly _contentsPrefix: string;
   private readonly _relayedSaveHooks: Array<(apiPath: string) => Promise<void>> = [];
+  private readonly _activityListeners: Array<() => void> = [];
   private readonly _shutdownHooks: Array<() => Promise<void>> = [];
   private readonly _upgradedSockets = new Set<net.Socket>();
   private readonly _inFlight = new Set<http.ServerResponse>();

@@ -48,7 +48,8 @@ export class JupyterProcess {
   }
 
   /**
-   * Start `jupyter lab` and wait until it answers `GET {base}api`.
+   * Start `jupyter lab` (or the executable with `command`) and wait until it answers
+   * `GET {base}api`.
    *
    * @throws Error when the executable cannot start, exits early or is not ready in time.
    */
@@ -59,7 +60,7 @@ export class JupyterProcess {
       options.transport === 'tcp'
         ? { kind: 'tcp', host: '127.0.0.1', port: await freeLoopbackPort() }
         : { kind: 'unix', socketPath: path.join(scratchDir, 'jupyter.sock') };
-    const args = ['lab', ...jupyterArguments(options, address)];
+    const args = [...(options.command ?? ['lab']), ...jupyterArguments(options, address)];
     // Kernels and terminals inherit this environment: it has none of our credentials.
     const env = jupyterEnvironment({ ...process.env, ...options.env });
     if (options.pathPrepend?.length) {
@@ -181,8 +182,13 @@ export namespace JupyterProcess {
     rootDir: string;
     /** Normalised base_url. */
     baseUrl: string;
-    /** The shared token, or null for a server without authentication. */
-    token: string | null;
+    /**
+     * The shared token, or null for a server without authentication; undefined leaves
+     * authentication to the server's own identity provider (a JupyterHub single-user server).
+     */
+    token: string | null | undefined;
+    /** The arguments between the executable and ours; default `['lab']`. */
+    command?: readonly string[];
     /** `unix` (default): a socket only this user can open; `tcp`: a free loopback port. */
     transport: 'unix' | 'tcp';
     /** `ServerApp.allow_remote_access`, matching the gateway's own binding. */
@@ -299,15 +305,16 @@ export function jupyterArguments(
 }
 
 /**
- * The `jupyter` to run: the first on PATH, else the one in the project's own virtual environment
- * (`.venv` at the root of a checkout), else null.
+ * The `jupyter` (or another executable of Jupyter's, such as `jupyterhub-singleuser`) to run: the
+ * first on PATH, else the one in the project's own virtual environment (`.venv` at the root of a
+ * checkout), else null.
  */
-export function findJupyter(env: NodeJS.ProcessEnv = process.env): string | null {
+export function findJupyter(env: NodeJS.ProcessEnv = process.env, name = 'jupyter'): string | null {
   const candidates = (env.PATH ?? '')
     .split(path.delimiter)
     .filter(Boolean)
-    .map(dir => path.join(dir, 'jupyter'));
-  candidates.push(path.resolve(__dirname, '..', '..', '..', '..', '.venv', 'bin', 'jupyter'));
+    .map(dir => path.join(dir, name));
+  candidates.push(path.resolve(__dirname, '..', '..', '..', '..', '.venv', 'bin', name));
   for (const candidate of candidates) {
     try {
       fs.accessSync(candidate, fs.constants.X_OK);
@@ -360,7 +367,7 @@ const APP_LOG_LINE = /^\[[\w.]+\] (DEBUG|INFO|WARNING|ERROR|CRITICAL) \| (.*)$/;
 function relayOutput(
   child: ChildProcess,
   log: Logger,
-  token: string | null,
+  token: string | null | undefined,
   stopping: () => boolean
 ): void {
   let level: 'debug' | 'warn' | 'error' | 'fatal' = 'debug';

@@ -19,7 +19,7 @@ import { HttpError } from '../errors';
  * - Node system errors (`ENOENT`, `EACCES`, …, and the root file system's own `EOUTSIDEROOT`,
  *   `EDANGLINGLINK`, `ENOTREGULAR`) through one errno table. Where a message should name the
  *   path and the action, call `errnoError(error, apiPath, action)` instead of rethrowing.
- * - `ObjectStoreError`s of the storage layer: 404, 403, 400, 413 or 502 by kind, with the
+ * - `ObjectStoreError`s of the storage layer: 404, 403, 400, 413, 502 or 501 by kind, with the
  *   store's own code (`NoSuchKey`, `AccessDenied`, …) as the reason, as the README documents.
  *
  * How the reasons that once had two statuses, or two names, were settled:
@@ -138,10 +138,25 @@ export const errorCatalogue = {
   bucketNotAllowed: { status: 403, reason: 'bucket not allowed' },
   /** 413: an object, file or notebook over the size a route reads. */
   tooLarge: { status: 413, reason: 'too large' },
-  /** 404: a diff without `base` of a notebook that has no archived version. */
+  /**
+   * 404: a diff without `base`, a name without `object_version_id`, or a restore, of a notebook
+   * that has no archived version.
+   */
   noVersions: { status: 404, reason: 'no versions' },
   /** 400: a version listing's `next` token that is not this gateway's for this path. */
   invalidToken: { status: 400, reason: 'invalid token' },
+  /** 409: a retention rule asked for while `workspace_prefix` is empty (it would cover all). */
+  noWorkspacePrefix: { status: 409, reason: 'no workspace prefix' },
+
+  // The store API: named versions.
+  /** 400: a version's name and note take more than the 2 KB of metadata S3 allows, encoded. */
+  labelTooLong: { status: 400, reason: 'label too long' },
+  /** 404: removing the name of a version that has none. */
+  notNamed: { status: 404, reason: 'not named' },
+
+  // The store API: recently deleted notebooks.
+  /** 400: a restore naming a delete marker's id instead of a version's. */
+  deleteMarker: { status: 400, reason: 'delete marker' },
 
   // The store API: files cloned from the file system.
   /** 404: `relpath` leads outside `fs_cloning_basedir`. */
@@ -166,6 +181,16 @@ export const errorCatalogue = {
   invalidNotebook: { status: 422, reason: 'invalid notebook' },
   /** 422: a notebook whose cell ids repeat. */
   duplicateCellIds: { status: 422, reason: 'duplicate cell ids' },
+
+  // The JupyterHub credential service (`jupyter-store credentials-service`).
+  /** 403: the token is not that of a user's single-user server (a user's own, a service's). */
+  notAServerToken: { status: 403, reason: 'not a server token' },
+  /** 403: the user's name could widen the credentials' scope, or leave its prefix. */
+  userNameRefused: { status: 403, reason: 'user name refused' },
+  /** 503: the Hub's API could not be asked who a token belongs to. */
+  hubUnavailable: { status: 503, reason: 'hub unavailable' },
+  /** 503: STS refused or failed to mint credentials (the service's log says why). */
+  credentialsUnavailable: { status: 503, reason: 'credentials unavailable' },
 
   // The contents API: archived versions as checkpoints.
   /** 409: deleting a checkpoint that is an archived version, which is immutable. */

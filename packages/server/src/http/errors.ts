@@ -121,7 +121,8 @@ export const objectStoreStatus: Readonly<Record<ObjectStoreErrorKind, number>> =
   'access-denied': 403,
   'bad-request': 400,
   'too-large': 413,
-  unavailable: 502
+  unavailable: 502,
+  'not-supported': 501
 });
 
 /**

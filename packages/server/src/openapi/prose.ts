@@ -33,11 +33,17 @@ gateway answers these routes itself; everything else goes to Jupyter Server unto
 - \`GET api/store\` tells a frontend which features are usable (feature detection).
 - \`GET api/store/versions/{path}\` lists the archived and published versions of a notebook,
   a page at a time.
+- \`POST api/store/named/{path}\` names an archived version of a notebook (a copy kept below
+  \`named_prefix\`, which outlives the archive's retention); \`DELETE\` takes the name off.
 - \`PUT api/store/publish/{path}\` publishes a notebook to \`<published_prefix>/<path>\`.
 - \`POST api/store/clone\` and \`POST api/store/fs-clone\` copy a file from object storage or
   from the directory \`fs_cloning_basedir\` into the user's server.
+- \`GET api/store/deleted\` lists the notebooks deleted from the server whose versions the
+  archive keeps, and \`POST api/store/restore\` writes one back.
 - \`GET api/store/diff/{path}\` diffs two versions of a notebook (archived, published, or the
   file on disk) in nbdime's format; \`POST api/store/diff\` also takes notebooks inline.
+- \`GET api/store/retention\` reads the bucket lifecycle rule that expires old archived
+  versions; \`PUT\` sets it and \`DELETE\` removes it.
 - \`GET store/clone\` and \`GET store/fs-clone\` are HTML landing pages for clone links: they
   describe the file and ask for confirmation; the clone happens only when the user clicks
   **Clone**, which posts to the API.
@@ -60,9 +66,10 @@ the Host, Origin and XSRF checks still apply, and a token never switches them of
 
 **Authorization** is Jupyter's too: in the same question the gateway asks Jupyter's
 \`Authorizer\` which actions the caller has on \`contents\`. Reading (store info, version
-listings, diffs, the POST of a diff too) needs \`contents: read\`; publish, clone and fs-clone,
-and the landing pages that lead to a clone, need \`contents: write\`. A refused action is 403
-with reason \`not authorized\`.
+listings, diffs, the POST of a diff too, the recently deleted notebooks, the retention rule)
+needs \`contents: read\`; naming versions, publish, clone and fs-clone, restore, setting or
+removing the retention rule, and the landing pages that lead to a clone, need
+\`contents: write\`. A refused action is 403 with reason \`not authorized\`.
 `;
 
 export const TAGS = [
@@ -70,6 +77,10 @@ export const TAGS = [
   {
     name: 'versions',
     description: 'The archived (workspace) and published versions of a notebook.'
+  },
+  {
+    name: 'named versions',
+    description: 'Names and notes given to archived versions, kept apart from the archive.'
   },
   {
     name: 'publish',
@@ -80,8 +91,45 @@ export const TAGS = [
     description: 'Copy a file from object storage or from the shared file-system directory.'
   },
   { name: 'diff', description: "What changed between two notebooks, in nbdime's diff format." },
+  {
+    name: 'recently deleted',
+    description: 'Deleted notebooks found again in the archive, and written back.'
+  },
+  {
+    name: 'retention',
+    description: 'The bucket lifecycle rule that bounds how many old versions the archive keeps.'
+  },
   { name: 'landing pages', description: 'HTML pages behind clone links, for people in a browser.' }
 ];
+
+/** What the three retention operations say alike. */
+const RETENTION_PROSE = {
+  description: `The bucket lifecycle rule that jupyter-store owns for the workspace prefix: its ID is
+\`jupyter-store-retention:<workspace_prefix>\` and its filter the prefix \`<workspace_prefix>/\`,
+so it covers the archived copies and nothing else (published copies and named versions live
+under other prefixes). It keeps the newest \`keep_newest\` noncurrent versions of each notebook
+and expires older noncurrent versions \`noncurrent_days\` after they stopped being current; the
+current version and delete markers (how deleted notebooks are found again) are never expired.
+The bucket's other lifecycle rules are read and written back unchanged. S3 and MinIO apply the
+rule in their own background scan (AWS about once a day), so versions disappear some time after
+they are due; the embedded store applies it to a notebook each time it archives a version of it.
+`,
+  errors: {
+    403:
+      "Refused by Jupyter's checks (reasons `host not allowed`, `not authenticated`, `not " +
+      'authorized`, and for writes with a login cookie `xsrf`), or object storage denied ' +
+      "access to the bucket's lifecycle configuration (the store's code, e.g. `AccessDenied`: " +
+      'the credentials need `s3:GetLifecycleConfiguration` and `s3:PutLifecycleConfiguration`).',
+    404:
+      'A cookie-authenticated request from another origin (reason `cross-origin request ' +
+      "blocked`), or the bucket does not exist (the store's code).",
+    501:
+      'The object store does not implement bucket lifecycle configuration (reason ' +
+      '`NotImplemented`; versitygw answers so).',
+    502: { shared: 'StoreUnreachable' },
+    503: { shared: 'StoreOrUpstreamUnavailable' }
+  }
+} as const;
 
 /** The operations of the store API, by the descriptors' `operationId`. */
 export const OPERATIONS: Readonly<Record<string, IOperationProse>> = {
@@ -197,6 +245,70 @@ body (400), type (415), content (422).
         'notebook or fails the nbformat schema (`invalid notebook`; the message names the ' +
         'cell by position, id and type and says what is wrong where, then repeats nbformat’s ' +
         'message); or two cells share an id (`duplicate cell ids`).',
+      502: { shared: 'StoreUnreachable' },
+      503: { shared: 'StoreOrUpstreamUnavailable' }
+    }
+  },
+  nameVersion: {
+    tag: 'named versions',
+    summary: 'Name a version of a notebook',
+    pathParameter: 'NotebookPath',
+    description: `Give an archived version of the notebook a name and an optional note: the version named by
+\`object_version_id\`, or (left out) the newest one, once the path's pending save, if any,
+is archived (at most 5 s are waited, so that a client can save and then name what it
+saved). Version listings then show the label on that version.
+
+The name is kept as a copy of the version's bytes, made inside the object store, at
+\`<named_prefix>/<workspace_prefix>/<path>/<version id>\` with the label in its metadata:
+a retention rule scoped to \`workspace_prefix\` does not touch it, and deleting the
+archived version leaves it. Naming a version that has a name replaces its name and note
+(a new version of the same key).
+`,
+    requestBody: 'The name, the note, and which version.',
+    success: 'Named: the version, and its label.',
+    errors: {
+      400:
+        'The path is refused (reasons `empty path`, `absolute path`, `invalid path`, `hidden ' +
+        'path`); the body is not a JSON object, the name is empty, longer than 100 characters ' +
+        'or has control characters, the note is longer than 500 characters, or ' +
+        '`object_version_id` is empty or too long (reason `bad request`; the message names ' +
+        'the field); the name and note together take more than the 2 KB of object metadata ' +
+        'S3 allows once percent-encoded (`label too long`); or object storage refused the ' +
+        "version id (the store's code, e.g. `InvalidArgument`).",
+      403:
+        "Refused by Jupyter's checks (reasons `not authorized`, `host not allowed`, `not " +
+        "authenticated`, `xsrf`), or object storage denied access (the store's code).",
+      404:
+        'The notebook has no archived version (reason `no versions`); the version named does ' +
+        "not exist or is a delete marker (the store's code, e.g. `NoSuchVersion`); or a " +
+        'cookie-authenticated request from another origin (`cross-origin request blocked`).',
+      413: 'The body is larger than 64 KiB (reason `entity.too.large`).',
+      415:
+        'The body has a `Content-Encoding` the server cannot decode (`encoding.unsupported`; ' +
+        '`gzip`, `deflate` and `br` are decoded).',
+      502: { shared: 'StoreUnreachable' },
+      503: { shared: 'StoreOrUpstreamUnavailable' }
+    }
+  },
+  unnameVersion: {
+    tag: 'named versions',
+    summary: 'Remove the name of a version',
+    pathParameter: 'NotebookPath',
+    description: `Take the name off an archived version: its named copy is hidden behind a delete marker
+(the bucket's own rules decide when its bytes go). The archived version itself is not
+touched.
+`,
+    success: 'The name is removed.',
+    errors: {
+      400:
+        'The path is refused (reasons `empty path`, `absolute path`, `invalid path`, `hidden ' +
+        'path`), or `object_version_id` is missing, empty or too long (reason `bad request`).',
+      403:
+        "Refused by Jupyter's checks (reasons `not authorized`, `host not allowed`, `not " +
+        "authenticated`, `xsrf`), or object storage denied access (the store's code).",
+      404:
+        'The version has no name (reason `not named`), or a cookie-authenticated request from ' +
+        'another origin (`cross-origin request blocked`).',
       502: { shared: 'StoreUnreachable' },
       503: { shared: 'StoreOrUpstreamUnavailable' }
     }
@@ -330,6 +442,112 @@ parameter counts by its last value.
       503: { shared: 'StoreOrUpstreamUnavailable' }
     }
   },
+  getRetention: {
+    tag: 'retention',
+    summary: 'Read the retention rule',
+    description: RETENTION_PROSE.description,
+    success: 'The rule in force (null when none), its ID, and how many other rules the bucket has.',
+    errors: RETENTION_PROSE.errors
+  },
+  setRetention: {
+    tag: 'retention',
+    summary: 'Set the retention rule',
+    description: RETENTION_PROSE.description,
+    requestBody: 'The rule: how many noncurrent versions to keep, and after how many days.',
+    success: 'The rule now in force.',
+    errors: {
+      ...RETENTION_PROSE.errors,
+      400:
+        'The body is not a JSON object, a field is missing, not a whole number or out of range, ' +
+        'or another field is given (reason `bad request`).',
+      409:
+        '`workspace_prefix` is empty: a rule would cover every key of the bucket, published ' +
+        'and named copies too (reason `no workspace prefix`).',
+      413: 'The body is larger than 64 KB (reason `entity.too.large`).',
+      415: { shared: 'UnsupportedEncoding' }
+    }
+  },
+  clearRetention: {
+    tag: 'retention',
+    summary: 'Remove the retention rule',
+    description: RETENTION_PROSE.description,
+    success: 'The rule is gone (`rule` is null); the other rules are as they were.',
+    errors: RETENTION_PROSE.errors
+  },
+  listDeleted: {
+    tag: 'recently deleted',
+    summary: 'List the recently deleted notebooks',
+    description: `The archived notebooks whose newest entry below \`<workspace_prefix>/\` is a delete marker,
+newest deletion first, each with the time of its delete marker and its newest version
+before it (what \`POST api/store/restore\` writes back by default). With \`prefix\`, only
+those below that directory. A key that holds only delete markers is left out, and so is
+the old path of a renamed notebook: a rename leaves a delete marker on the old key too,
+written just after the new key's first version, whose \`renamed-from\` metadata names the
+old path (the versions written within a few seconds before a marker are looked at, one
+HEAD each). Only paths the archive covers (\`archive_include\`) are listed.
+
+Cost: every call lists every version and delete marker below the workspace prefix once
+(S3 ListObjectVersions, 1000 entries per request), whatever \`prefix\` and \`limit\` are:
+one request per 1000 versions in the workspace, plus the HEADs above.
+\`api/store/deleted/\` (with a trailing slash) answers the same.
+`,
+    success: 'The deleted notebooks, at most `limit` of them, and how many were left out.',
+    errors: {
+      400:
+        '`limit` is not a whole number from 1 to 1000 (reason `bad request`), or `prefix` is ' +
+        'refused as a path (`absolute path`, `invalid path`, `hidden path`).',
+      403:
+        "Refused by Jupyter's checks (reasons `host not allowed`, `not authenticated`, `not " +
+        "authorized`), or object storage denied access (the store's code, e.g. `AccessDenied`).",
+      404:
+        'A cookie-authenticated request from another origin (reason `cross-origin request ' +
+        "blocked`), or the bucket no longer exists (the store's code, e.g. `NoSuchBucket`).",
+      502: { shared: 'StoreUnreachable' },
+      503: { shared: 'StoreOrUpstreamUnavailable' }
+    }
+  },
+  restoreNotebook: {
+    tag: 'recently deleted',
+    summary: 'Restore a deleted notebook',
+    description: `Write an archived version of \`path\` back into the server: \`object_version_id\`, or by
+default the newest version (for a deleted notebook, the newest before its delete marker).
+It is written through the gateway's contents manager, so the restore is archived as a new
+version; a notebook is trusted only if that exact notebook was signed, as a checkpoint
+restore leaves it. Nothing is overwritten: when \`path\` exists again, the notebook is
+written at \`name-1.ipynb\`, \`name-2.ipynb\`, … as \`POST api/store/clone\` names its copies;
+the answer's \`path\` says where. The directory of \`path\` is not created: when it is gone,
+the answer is 409. \`api/store/restore/\` (with a trailing slash) answers the same.
+`,
+    requestBody: 'The path to restore, and optionally the version.',
+    success:
+      'Restored: the contents model of the written file (without content) plus the version ' +
+      'it came from. Its `path` differs from the one asked for when that name was taken.',
+    errors: {
+      400:
+        'The body is not a JSON object, or a field is missing, not a string, empty or too ' +
+        'long (reason `bad request`; the message names the field); `path` is absolute, has ' +
+        '`.`, `..` or empty segments, or is hidden (`absolute path`, `invalid path`, `hidden ' +
+        'path`); or `object_version_id` names a delete marker (`delete marker`).',
+      403:
+        "Refused by Jupyter's checks (`host not allowed`, `not authenticated`, `not " +
+        'authorized` without `contents: write`, `xsrf`); object storage denied access (the ' +
+        "store's code); or the file cannot be written (`permission denied`).",
+      404:
+        'The path has no archived version (reason `no versions`); `object_version_id` is not a ' +
+        "version of it (`not found`, or the store's code); or a cookie-authenticated request " +
+        'came from another origin (`cross-origin request blocked`).',
+      409:
+        'The directory of `path` does not exist (reason `missing parent directory`; create it ' +
+        'first), or the path and its next 10000 numbered names are all taken (`conflict`).',
+      413:
+        'The request body is over 64 KiB (reason `entity.too.large`), or the version is over ' +
+        '100 MiB (`too large`).',
+      415: { shared: 'UnsupportedEncoding' },
+      502: { shared: 'StoreUnreachable' },
+      503: { shared: 'StoreOrUpstreamUnavailable' },
+      507: { shared: 'NoSpace' }
+    }
+  },
   diffNotebooks: {
     tag: 'diff',
     summary: 'Diff two notebooks, by ref or given inline',
@@ -381,10 +599,20 @@ export const REFUSED_METHODS: Readonly<
     why: 'publish with PUT',
     whyDelete: 'published versions are immutable'
   },
+  '/api/store/named/{path}': {
+    name: 'NamedVersion',
+    why: 'a version is named with POST and its name removed with DELETE'
+  },
   '/api/store/clone': { name: 'ObjectClone', why: 'clone with POST' },
   '/api/store/fs-clone': { name: 'FsClone', why: 'clone with POST' },
   '/api/store/diff': { name: 'Diff', why: 'diff with POST' },
-  '/api/store/diff/{path}': { name: 'DiffVersions', why: 'diff with GET' }
+  '/api/store/deleted': { name: 'Deleted', why: 'deleted notebooks are listed with GET' },
+  '/api/store/restore': { name: 'Restore', why: 'restore with POST' },
+  '/api/store/diff/{path}': { name: 'DiffVersions', why: 'diff with GET' },
+  '/api/store/retention': {
+    name: 'Retention',
+    why: 'the rule is read with GET, set with PUT and removed with DELETE'
+  }
 };
 
 /** Responses that several operations share. */

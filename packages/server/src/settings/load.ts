@@ -9,6 +9,7 @@ import {
   type StoreSettings
 } from './storeSettings';
 import { SettingsError } from './settingsError';
+import { fillWorkspacePrefix } from './workspacePrefix';
 
 export { SettingsError } from './settingsError';
 export { splitSettingsFlags } from './commandLine';
@@ -36,6 +37,11 @@ export interface ISettingsSources extends IJupyterPathContext {
    * "environment" config directory (`jupyter store enable --sys-prefix` writes there).
    */
   sysPrefix?: string;
+  /**
+   * Leave `{username}` in `workspace_prefix` (the credential service, which serves every user);
+   * otherwise it is filled from `JUPYTERHUB_USER`.
+   */
+  keepWorkspaceTemplate?: boolean;
 }
 
 /** One layer of values and where they came from. */
@@ -115,7 +121,17 @@ export function loadStoreSettings(sources: ISettingsSources = {}): {
       `${issue.message}${shown}`
     );
   }
-  return { settings: withDefaultDirectories(parsed.data, sources), origins };
+  let workspacePrefix = parsed.data.workspace_prefix;
+  if (!sources.keepWorkspaceTemplate) {
+    try {
+      workspacePrefix = fillWorkspacePrefix(workspacePrefix, env.JUPYTERHUB_USER);
+    } catch (error) {
+      const origin = origins.workspace_prefix ?? 'the defaults';
+      throw new SettingsError('workspace_prefix', origin, (error as Error).message);
+    }
+  }
+  const settings = { ...parsed.data, workspace_prefix: workspacePrefix };
+  return { settings: withDefaultDirectories(settings, sources), origins };
 }
 
 /** The embedded store's and the journal's default places, in the Jupyter data directory. */

@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { z } from 'zod';
 import { isValidBucketName } from '../storage/keys';
+import { isWorkspaceTemplate, WORKSPACE_TEMPLATE_ERROR } from './workspacePrefix';
 
 /** Python-style booleans as traitlets accepts them on a command line or in the environment. */
 const booleanSetting = z.preprocess(
@@ -79,10 +80,22 @@ const absoluteOrEmpty = (what: string) =>
  */
 export const StoreSettingsSchema = z
   .object({
-    /** Prefix of the archived workspace copies. */
-    workspace_prefix: z.string().default('workspace'),
+    /**
+     * Prefix of the archived workspace copies; `{username}` in it is the JupyterHub user's name
+     * (`JUPYTERHUB_USER`), filled in when the settings are loaded.
+     */
+    workspace_prefix: z
+      .string()
+      .refine(isWorkspaceTemplate, { error: WORKSPACE_TEMPLATE_ERROR })
+      .default('workspace'),
     /** Prefix of published notebooks. */
     published_prefix: z.string().default('published'),
+    /**
+     * Ours: prefix of named versions (labels). Each is a copy of the labelled archived version,
+     * kept apart from `workspace_prefix` so that a retention rule scoped to that prefix never
+     * expires it (see `prefixOverlap` for what is refused).
+     */
+    named_prefix: z.string().default('named'),
     /** Unset: the platform's default credential chain (environment, profile, role). */
     object_access_key_id: z.string().min(1, { error: 'must not be empty' }).optional(),
     object_secret_access_key: z.string().min(1, { error: 'must not be empty' }).optional(),
@@ -153,7 +166,21 @@ export const StoreSettingsSchema = z
      */
     versions_as_checkpoints: booleanSetting.default(true),
     /** Ours: the most archived versions a checkpoint listing shows (the newest ones). */
-    versions_as_checkpoints_max: integerSetting(1, 1000).default(50)
+    versions_as_checkpoints_max: integerSetting(1, 1000).default(50),
+    /**
+     * Ours: the JupyterHub credential service (`jupyter-store credentials-service`) from which a
+     * single-user server takes short-lived credentials scoped to its user's prefixes, in place
+     * of `object_access_key_id`; unset: the credentials above.
+     */
+    credentials_service_url: z
+      .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+      .optional(),
+    /** Ours, for the credential service: the role it assumes (AWS needs one; MinIO ignores it). */
+    credentials_role_arn: z.string().default(''),
+    /** Ours, for the credential service: how long the credentials it mints last. */
+    credentials_duration_seconds: integerSetting(900, 43_200).default(3600),
+    /** Ours, for the credential service: whether users' credentials may write published copies. */
+    credentials_allow_publish: booleanSetting.default(false)
   })
   .strict()
   .superRefine((settings, context) => {
@@ -166,7 +193,41 @@ export const StoreSettingsSchema = z
         message: 'must be set together with the other key, or both left unset'
       });
     }
+    const named = settings.named_prefix.replace(/^\/+|\/+$/g, '');
+    if (named === '') {
+      context.addIssue({ code: 'custom', path: ['named_prefix'], message: 'must not be empty' });
+    } else {
+      for (const other of ['workspace_prefix', 'published_prefix'] as const) {
+        const overlap = prefixOverlap(named, settings[other]);
+        if (overlap !== undefined) {
+          context.addIssue({
+            code: 'custom',
+            path: ['named_prefix'],
+            message: `must be apart from ${other} ("${settings[other]}"): it ${overlap} it`
+          });
+        }
+      }
+    }
   });
+
+/**
+ * How two key prefixes overlap, compared segment by segment (`named` neither holds nor is held
+ * by `named2`): `equals`, `is inside` or `contains`; undefined when apart, or when `other` is
+ * empty (no prefix, such as a `published_prefix` left empty to turn publishing off).
+ */
+export function prefixOverlap(
+  prefix: string,
+  other: string
+): 'equals' | 'is inside' | 'contains' | undefined {
+  const segments = (text: string) => text.split('/').filter(part => part !== '');
+  const mine = segments(prefix);
+  const theirs = segments(other);
+  if (mine.length === 0 || theirs.length === 0) return undefined;
+  const common = Math.min(mine.length, theirs.length);
+  for (let i = 0; i < common; i++) if (mine[i] !== theirs[i]) return undefined;
+  if (mine.length === theirs.length) return 'equals';
+  return mine.length > theirs.length ? 'is inside' : 'contains';
+}
 
 /** Settings after validation and defaults. */
 export type StoreSettings = z.output<typeof StoreSettingsSchema>;

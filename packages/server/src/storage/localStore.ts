@@ -11,8 +11,15 @@ import {
   normalizeMetadata
 } from './keys';
 import {
+  checkLifecycleRules,
+  expiredVersions,
+  noncurrentExpirations,
+  type ILifecycleRule
+} from './lifecycle';
+import {
   ObjectStoreError,
   type IBucketCheck,
+  type ICopyOptions,
   type IDeleteResult,
   type IGetOptions,
   type IObject,
@@ -21,6 +28,7 @@ import {
   type IObjectSummary,
   type IObjectVersion,
   type IObjectVersionPage,
+  type IKeyVersion,
   type IPutResult,
   type IVersionPageOptions,
   checkSha256,
@@ -28,6 +36,7 @@ import {
   checksumMismatchError,
   checkVersionPageLimit,
   describeStoreTarget,
+  listAllVersionsOperation,
   listLatestOperation,
   tooLargeError,
   type IPutOptions,
@@ -65,6 +74,9 @@ import {
  *   request path.
  * - A version's tags, the one thing of it that can change, are kept beside it in
  *   `<version id>.tags` (JSON), replaced whole and atomically; a version without tags has no file.
+ * - A bucket's lifecycle configuration is `<root>/<bucket>/lifecycle.json`, S3's rules as JSON.
+ *   Its noncurrent-version expirations are applied to a key each time the key gets a new version
+ *   or delete marker (see `expiredVersions` in `lifecycle.ts`), not by a background scan.
  * - Buckets are directories. `createBucket` makes one; the bucket named in the options is
  *   created on first use (not in the constructor, which cannot report a failure).
  */
@@ -74,6 +86,7 @@ export class LocalObjectStore implements IObjectStore {
     this._defaultBucket = options.defaultBucket;
     if (this._defaultBucket !== undefined) Private.checkBucketName(this._defaultBucket);
     this._listPageSize = Private.checkPageSize(options.listPageSize ?? 1000);
+    this._now = options.now ?? Date.now;
     this.description = `local directory ${this._root}`;
   }
 
@@ -121,6 +134,38 @@ export class LocalObjectStore implements IObjectStore {
           metadata
         },
         body
+      );
+      return { versionId: header.versionId, etag: header.etag };
+    });
+  }
+
+  /**
+   * Write a new version of `targetKey` with the bytes of one version of `sourceKey` and the
+   * metadata given; the content type is the one given, else the source's. Reading a missing
+   * version or a delete marker fails as `get` does (`not-found`).
+   */
+  async copyVersion(
+    bucket: string,
+    sourceKey: string,
+    sourceVersionId: string,
+    targetKey: string,
+    options: ICopyOptions
+  ): Promise<IPutResult> {
+    const target = { operation: 'copy to', bucket, key: targetKey };
+    Private.checkTarget(target);
+    const metadata = normalizeMetadata(options.metadata);
+    const source = await this.get(bucket, sourceKey, sourceVersionId);
+    return this._run(target, async () => {
+      const header = await this._write(
+        bucket,
+        targetKey,
+        {
+          size: source.body.length,
+          etag: `"${createHash('md5').update(source.body).digest('hex')}"`,
+          contentType: options.contentType ?? source.contentType ?? 'application/octet-stream',
+          metadata
+        },
+        source.body
       );
       return { versionId: header.versionId, etag: header.etag };
     });
@@ -338,6 +383,65 @@ export class LocalObjectStore implements IObjectStore {
     const target = { operation: listLatestOperation(prefix), bucket };
     Private.checkTarget(target);
     checkObjectPrefix(prefix);
+    const pages = this._keyPages(bucket, target, async (directory, hash) => {
+      const [header] = await Private.readVersions(directory, { hash }, 1);
+      return header;
+    });
+    for await (const latest of pages) {
+      for (const header of latest) {
+        if (!header || header.deleteMarker || !header.key.startsWith(prefix)) continue;
+        yield {
+          key: header.key,
+          size: header.size,
+          etag: header.etag,
+          lastModified: new Date(header.lastModified)
+        };
+      }
+    }
+  }
+
+  /**
+   * Every version and delete marker below `prefix`, key by key, each key's newest first.
+   *
+   * #### Notes
+   * Walks the key directories as {@link listLatest} does, `listPageSize` directories per call;
+   * a key's newest header says whether it is below `prefix`, and only then are its other headers
+   * read. The generator holds one page of keys' headers at a time.
+   */
+  async *listAllVersions(bucket: string, prefix: string): AsyncGenerator<IKeyVersion> {
+    const target = { operation: listAllVersionsOperation(prefix), bucket };
+    Private.checkTarget(target);
+    checkObjectPrefix(prefix);
+    const pages = this._keyPages(bucket, target, async (directory, hash) => {
+      const [newest] = await Private.readVersions(directory, { hash }, 1);
+      if (!newest || !newest.key.startsWith(prefix)) return [];
+      return Private.readVersions(directory, { hash });
+    });
+    for await (const keys of pages) {
+      for (const headers of keys) {
+        for (const [index, header] of headers.entries()) {
+          yield {
+            key: header.key,
+            versionId: header.versionId,
+            lastModified: new Date(header.lastModified),
+            size: header.size,
+            isLatest: index === 0,
+            ...(header.deleteMarker ? { deleteMarker: true } : {})
+          };
+        }
+      }
+    }
+  }
+
+  /**
+   * Every key directory of `bucket`, shard by shard, `listPageSize` at a time: `read` of each
+   * directory of a page (its path and key hash), as one call that `close()` waits for.
+   */
+  private async *_keyPages<T>(
+    bucket: string,
+    target: Private.ITarget,
+    read: (directory: string, hash: string) => Promise<T>
+  ): AsyncGenerator<T[]> {
     const objects = path.join(this._bucketDirectory(bucket), 'objects');
     const shards = await this._run(target, async () => {
       await this._requireBucket(bucket);
@@ -350,24 +454,41 @@ export class LocalObjectStore implements IObjectStore {
       );
       for (let start = 0; start < hashes.length; start += this._listPageSize) {
         const page = hashes.slice(start, start + this._listPageSize);
-        const latest = await this._run(target, () =>
-          Private.mapInBatches(page, async hash => {
-            const directory = path.join(shardDirectory, hash);
-            const [header] = await Private.readVersions(directory, { hash }, 1);
-            return header;
-          })
+        yield await this._run(target, () =>
+          Private.mapInBatches(page, hash => read(path.join(shardDirectory, hash), hash))
         );
-        for (const header of latest) {
-          if (!header || header.deleteMarker || !header.key.startsWith(prefix)) continue;
-          yield {
-            key: header.key,
-            size: header.size,
-            etag: header.etag,
-            lastModified: new Date(header.lastModified)
-          };
-        }
       }
     }
+  }
+
+  /** The rules kept in the bucket's `lifecycle.json`; `[]` when there is none. */
+  async getLifecycleRules(bucket: string): Promise<ILifecycleRule[]> {
+    const target = { operation: 'read the lifecycle configuration of', bucket };
+    Private.checkTarget(target);
+    return this._run(target, async () => {
+      await this._requireBucket(bucket);
+      const rules = await Private.readLifecycle(this._lifecycleFile(bucket));
+      return [...rules];
+    });
+  }
+
+  /**
+   * Replace the bucket's `lifecycle.json` atomically (remove it for `[]`), after the checks S3
+   * makes (see `checkLifecycleRules`). Writes apply its rules from then on.
+   */
+  async putLifecycleRules(bucket: string, rules: readonly ILifecycleRule[]): Promise<void> {
+    const target = { operation: 'write the lifecycle configuration of', bucket };
+    Private.checkTarget(target);
+    checkLifecycleRules(rules);
+    await this._run(target, async () => {
+      await this._requireBucket(bucket);
+      const file = this._lifecycleFile(bucket);
+      if (rules.length === 0) {
+        await fs.rm(file, { force: true });
+      } else {
+        await writeFileAtomic(file, Buffer.from(JSON.stringify({ Rules: rules })));
+      }
+    });
   }
 
   /** An existing bucket directory is a bucket, always versioned (`Enabled`). */
@@ -508,8 +629,35 @@ export class LocalObjectStore implements IObjectStore {
         path.join(directory, Private.versionFileName(written.versionId)),
         Private.encodeVersion(written, body)
       );
+      await this._applyLifecycle(bucket, key, directory);
       return written;
     });
+  }
+
+  /**
+   * Expire the versions of `key` that the bucket's lifecycle rules say are due (see
+   * `expiredVersions` for the rules and where they are simpler than S3's), after a write of the
+   * key and in its turn. Best effort: the write has succeeded whatever happens here, and a version
+   * not removed now is removed at the key's next write.
+   */
+  private async _applyLifecycle(bucket: string, key: string, directory: string): Promise<void> {
+    try {
+      const rules = await Private.readLifecycle(this._lifecycleFile(bucket));
+      if (noncurrentExpirations(rules, key).length === 0) return;
+      const history = await Private.readVersions(directory, { key });
+      for (const versionId of expiredVersions(rules, key, history, this._now())) {
+        // The version first: tags left without their version are never read.
+        await fs.rm(path.join(directory, Private.versionFileName(versionId)), { force: true });
+        await fs.rm(path.join(directory, Private.tagsFileName(versionId)), { force: true });
+      }
+    } catch {
+      // Tried again at the key's next write (see above).
+    }
+  }
+
+  /** Where a bucket's lifecycle configuration is kept: beside its `objects` directory. */
+  private _lifecycleFile(bucket: string): string {
+    return path.join(this._bucketDirectory(bucket), Private.LIFECYCLE_FILE);
   }
 
   /** Run `call` after every earlier call for the same key directory, so ids follow write order. */
@@ -542,6 +690,7 @@ export class LocalObjectStore implements IObjectStore {
   private readonly _root: string;
   private readonly _defaultBucket: string | undefined;
   private readonly _listPageSize: number;
+  private readonly _now: () => number;
   private _defaultBucketReady: Promise<void> | undefined;
   private _closed = false;
   private readonly _pending = new Set<Promise<unknown>>();
@@ -554,8 +703,16 @@ export namespace LocalObjectStore {
     root: string;
     /** A bucket created on first use when missing (the embedded default's own bucket). */
     defaultBucket?: string;
-    /** Key directories `listLatest` reads per page; default 1000 (tests make it small). */
+    /**
+     * Key directories `listLatest` and `listAllVersions` read per page; default 1000 (tests make
+     * it small).
+     */
     listPageSize?: number;
+    /**
+     * The clock lifecycle rules are applied with, in ms (tests move it on); default `Date.now`.
+     * Version times are always the system clock's.
+     */
+    now?: () => number;
   }
 }
 
@@ -609,6 +766,38 @@ namespace Private {
 
   /** Magic plus a 32-bit header length. */
   const PREAMBLE_BYTES = MAGIC.length + 4;
+
+  /** The file of a bucket's lifecycle configuration, `{"Rules": […]}` in S3's shape. */
+  export const LIFECYCLE_FILE = 'lifecycle.json';
+
+  /**
+   * The rules of a lifecycle file; none when it does not exist. A file that is not a
+   * configuration fails (`MalformedLifecycle`) rather than reading as none, which a
+   * read-modify-write would then overwrite.
+   */
+  export async function readLifecycle(file: string): Promise<readonly ILifecycleRule[]> {
+    let text: string;
+    try {
+      text = await fs.readFile(file, 'utf8');
+    } catch (error) {
+      if (hasErrorCode(error, 'ENOENT')) return [];
+      throw error;
+    }
+    let rules: unknown;
+    try {
+      rules = (JSON.parse(text) as { Rules?: unknown } | null)?.Rules;
+    } catch {
+      rules = undefined;
+    }
+    if (!Array.isArray(rules)) {
+      throw new ObjectStoreError(
+        'unavailable',
+        `The lifecycle configuration in ${file} is damaged (MalformedLifecycle)`,
+        'MalformedLifecycle'
+      );
+    }
+    return rules as ILifecycleRule[];
+  }
 
   /** Headers are small (metadata is at most 2 KB, keys 1 KB); a bigger one is damage. */
   const HEADER_LIMIT_BYTES = 64 * 1024;

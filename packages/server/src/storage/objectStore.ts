@@ -1,4 +1,5 @@
 import { displayable } from './keys';
+import type { ILifecycleRule } from './lifecycle';
 import { ObjectStoreError } from './objectStoreError';
 /**
  * One interface over the object stores jupyter-store writes to: S3 and S3-compatible servers
@@ -24,6 +25,12 @@ export interface IPutOptions {
    * the embedded store), so what arrives is exactly the bytes that were hashed.
    */
   readonly sha256?: string;
+}
+
+/** What {@link IObjectStore.copyVersion} gives the copy: its metadata replace the source's. */
+export interface ICopyOptions {
+  readonly metadata: Record<string, string>;
+  readonly contentType?: string;
 }
 
 /** An object read whole (notebooks and clones are small enough for that). */
@@ -108,6 +115,18 @@ export interface IObjectSummary {
   /** As `head()` reports it: quoted. */
   readonly etag?: string;
   readonly lastModified: Date;
+}
+
+/** One entry of a prefix-wide version listing: a version or a delete marker, with its key. */
+export interface IKeyVersion extends IObjectVersion {
+  readonly key: string;
+}
+
+/** The operation of a `listAllVersions` call, for messages: names the prefix when there is one. */
+export function listAllVersionsOperation(prefix: string): string {
+  return prefix === ''
+    ? 'list every version in'
+    : `list every version below "${displayable(prefix)}" of`;
 }
 
 /** What a bucket check found. */
@@ -284,6 +303,23 @@ export interface IObjectStore {
   getVersionTags(bucket: string, key: string, versionId: string): Promise<Record<string, string>>;
 
   /**
+   * Write a new version of `targetKey` holding the bytes of one version of `sourceKey`, copied
+   * inside the store (S3 CopyObject naming the source version): nothing passes through the
+   * caller. The copy gets `options.metadata` (and content type) in place of the source's.
+   *
+   * #### Notes
+   * The copy is an object of its own: deleting or expiring the source version leaves it. A
+   * source version that does not exist, or a delete marker's id, fails as `not-found`.
+   */
+  copyVersion(
+    bucket: string,
+    sourceKey: string,
+    sourceVersionId: string,
+    targetKey: string,
+    options: ICopyOptions
+  ): Promise<IPutResult>;
+
+  /**
    * Every key that starts with `prefix` (a plain string prefix, as S3's ListObjectsV2 takes it;
    * empty for the whole bucket) and whose latest version is not a delete marker, with that
    * version's size, ETag and time.
@@ -294,6 +330,44 @@ export interface IObjectStore {
    * order of its own.
    */
   listLatest(bucket: string, prefix: string): AsyncIterable<IObjectSummary>;
+
+  /**
+   * Every version and every delete marker of every key that starts with `prefix` (a plain string
+   * prefix, as for {@link listLatest}), each with its key.
+   *
+   * #### Notes
+   * Pages are fetched as the caller iterates (S3 ListObjectVersions resumed with KeyMarker and
+   * VersionIdMarker), so a bucket of any size never sits in memory whole; its cost is one pass
+   * over every entry below the prefix. The entries of one key come together, newest first, with
+   * `isLatest` on the key's newest entry (a marker when the key is deleted); the order of the
+   * keys is the store's (S3 servers: UTF-8 byte order, the embedded store an order of its own).
+   * versitygw 1.7.0 lists a page's delete markers before its versions, so there a key's marker
+   * may come before older versions: callers rely on `isLatest`, and on each kind being newest
+   * first, not on how the two kinds interleave.
+   */
+  listAllVersions(bucket: string, prefix: string): AsyncIterable<IKeyVersion>;
+
+  /**
+   * The rules of the bucket's lifecycle configuration (S3 GetBucketLifecycleConfiguration), in
+   * S3's shape; `[]` when it has none.
+   *
+   * #### Notes
+   * A server that does not implement lifecycle configuration (versitygw) fails as
+   * `not-supported`.
+   */
+  getLifecycleRules(bucket: string): Promise<ILifecycleRule[]>;
+
+  /**
+   * Replace the bucket's whole lifecycle configuration with `rules` (S3
+   * PutBucketLifecycleConfiguration; DeleteBucketLifecycle for `[]`). To change one rule, read
+   * the rules, change that one and write them all back: see `lifecycle.ts`.
+   *
+   * #### Notes
+   * S3 servers apply the rules in their own background scan; the embedded store applies
+   * noncurrent-version expiration to a key when it writes a new version or delete marker of it
+   * (see `expiredVersions`). Not-supported as for {@link getLifecycleRules}.
+   */
+  putLifecycleRules(bucket: string, rules: readonly ILifecycleRule[]): Promise<void>;
 
   /**
    * Check that the bucket exists and that these credentials may use it (HeadBucket), and report

@@ -12,7 +12,9 @@ export type ObjectStoreErrorKind =
   /** The object is larger than the reader's `maxBytes`; its read was stopped (413). */
   | 'too-large'
   /** The store could not be reached or answered with a server error; worth retrying (502/503). */
-  | 'unavailable';
+  | 'unavailable'
+  /** The store does not implement the call at all, e.g. versitygw's bucket lifecycle (501). */
+  | 'not-supported';
 
 /** A failed object-store call, with a message fit for users (never a credential). */
 export class ObjectStoreError extends Error {

@@ -1,5 +1,8 @@
 import {
+  CopyObjectCommand,
+  DeleteBucketLifecycleCommand,
   DeleteObjectCommand,
+  GetBucketLifecycleConfigurationCommand,
   GetBucketVersioningCommand,
   GetObjectCommand,
   HeadBucketCommand,
@@ -7,9 +10,11 @@ import {
   ListObjectsV2Command,
   ListObjectVersionsCommand,
   GetObjectTaggingCommand,
+  PutBucketLifecycleConfigurationCommand,
   PutObjectCommand,
   PutObjectTaggingCommand,
   S3Client,
+  type LifecycleRule,
   type ListObjectVersionsCommandOutput,
   type PutObjectCommandInput,
   type S3ClientConfig
@@ -17,9 +22,11 @@ import {
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { Readable } from 'node:stream';
 import { checkObjectKey, checkObjectPrefix, displayable, normalizeMetadata } from './keys';
+import { lifecycleSupport, type ILifecycleRule } from './lifecycle';
 import {
   ObjectStoreError,
   type IBucketCheck,
+  type ICopyOptions,
   type IDeleteResult,
   type IGetOptions,
   type IObject,
@@ -28,6 +35,7 @@ import {
   type IObjectSummary,
   type IObjectVersion,
   type IObjectVersionPage,
+  type IKeyVersion,
   type IPutOptions,
   type IPutResult,
   type IVersionPageOptions,
@@ -36,6 +44,7 @@ import {
   checkVersionTags,
   checkVersionPageLimit,
   describeStoreTarget,
+  listAllVersionsOperation,
   listLatestOperation,
   tooLargeError,
   type IStoreTarget
@@ -93,7 +102,10 @@ export class S3ObjectStore implements IObjectStore {
         accessKeyId: options.accessKeyId,
         secretAccessKey: options.secretAccessKey
       };
+    } else if (options.credentials !== undefined) {
+      config.credentials = options.credentials;
     }
+    this._headBucket = options.headBucket ?? true;
     this._client = new S3Client(config);
     Private.trackAttempts(this._client);
     Private.usePayloadHashes(this._client);
@@ -269,6 +281,45 @@ export class S3ObjectStore implements IObjectStore {
       if (tag.Key !== undefined) tags[tag.Key] = tag.Value ?? '';
     }
     return tags;
+  }
+
+  /**
+   * Copy one version into a new version of `targetKey` with CopyObject, the metadata replaced.
+   *
+   * #### Notes
+   * `CopySource` is a URL path, `bucket/key?versionId=id`: the key is percent-encoded (its
+   * slashes kept), so that keys with spaces, `?`, `%` or non-ASCII name the same object on
+   * every server. A copy of a delete marker's id fails as reading it does (`not-found`): the
+   * source version is described first (HeadObject), because versitygw 1.7.0 copies a marker
+   * as an empty object where S3 and MinIO refuse it.
+   */
+  async copyVersion(
+    bucket: string,
+    sourceKey: string,
+    sourceVersionId: string,
+    targetKey: string,
+    options: ICopyOptions
+  ): Promise<IPutResult> {
+    const source = { operation: 'copy', bucket, key: sourceKey, versionId: sourceVersionId };
+    Private.checkTarget(source);
+    Private.checkTarget({ operation: 'copy to', bucket, key: targetKey });
+    await this.head(bucket, sourceKey, sourceVersionId);
+    const copySource =
+      `${bucket}/${encodeURIComponent(sourceKey).replace(/%2F/g, '/')}` +
+      `?versionId=${encodeURIComponent(sourceVersionId)}`;
+    const output = await this._guard(source, () =>
+      this._client.send(
+        new CopyObjectCommand({
+          Bucket: bucket,
+          Key: targetKey,
+          CopySource: copySource,
+          MetadataDirective: 'REPLACE',
+          Metadata: normalizeMetadata(options.metadata),
+          ContentType: options.contentType
+        })
+      )
+    ).catch((error: ObjectStoreError) => Private.markerIsNotFound(error, source));
+    return { versionId: output.VersionId ?? null, etag: output.CopyObjectResult?.ETag };
   }
 
   /**
@@ -454,13 +505,127 @@ export class S3ObjectStore implements IObjectStore {
     } while (token !== undefined);
   }
 
-  /** HeadBucket (existence and permission), then GetBucketVersioning. */
+  /**
+   * Every version and delete marker below `prefix`, with ListObjectVersions.
+   *
+   * #### Notes
+   * One page (`listPageSize` entries, 1000 by default) is fetched at a time, when the caller has
+   * consumed the one before, and resumed with the server's NextKeyMarker and NextVersionIdMarker
+   * as given. Versions and markers keep the server's order, read from the answer's XML as for
+   * {@link listVersions}.
+   */
+  async *listAllVersions(bucket: string, prefix: string): AsyncGenerator<IKeyVersion> {
+    const target = { operation: listAllVersionsOperation(prefix), bucket };
+    Private.checkTarget(target);
+    checkObjectPrefix(prefix);
+    let markers: Private.IListMarkers | undefined = {};
+    // The ids listed so far of the key a page ended in: versitygw 1.7.0 resumes a key from its
+    // newest entry when the VersionIdMarker is the latest, listing some entries again.
+    let lastKey: string | undefined;
+    const lastKeyIds = new Set<string>();
+    while (markers) {
+      const command: ListObjectVersionsCommand = new ListObjectVersionsCommand({
+        Bucket: bucket,
+        Prefix: prefix === '' ? undefined : prefix,
+        KeyMarker: markers.keyMarker,
+        VersionIdMarker: markers.versionIdMarker,
+        MaxKeys: this._listPageSize
+      });
+      const order = Private.recordEntryOrder(command);
+      const page: ListObjectVersionsCommandOutput = await this._guard(target, () =>
+        this._client.send(command)
+      );
+      // Stable, in the server's UTF-8 byte order: keeps each key's entries together even where
+      // entriesInOrder had to fall back to ordering by time.
+      const listed = Private.entriesInOrder(page, order.kinds).sort((a, b) =>
+        Buffer.compare(Buffer.from(a.key ?? '', 'utf8'), Buffer.from(b.key ?? '', 'utf8'))
+      );
+      for (const entry of listed) {
+        if (entry.key === undefined) continue;
+        if (entry.key !== lastKey) {
+          lastKey = entry.key;
+          lastKeyIds.clear();
+        } else if (lastKeyIds.has(entry.version.versionId)) {
+          continue;
+        }
+        lastKeyIds.add(entry.version.versionId);
+        yield { key: entry.key, ...entry.version };
+      }
+      const next: Private.IListMarkers | undefined =
+        page.IsTruncated && page.NextKeyMarker !== undefined
+          ? { keyMarker: page.NextKeyMarker, versionIdMarker: page.NextVersionIdMarker }
+          : undefined;
+      // A server that answers with the markers it was given would list the same page forever.
+      const stuck: boolean =
+        next !== undefined &&
+        next.keyMarker === markers.keyMarker &&
+        next.versionIdMarker === markers.versionIdMarker;
+      if (stuck) {
+        throw new ObjectStoreError(
+          'unavailable',
+          `Could not ${target.operation} ${describeStoreTarget(target)}: the server resumed ` +
+            'the listing where it was (InvalidListing)',
+          'InvalidListing'
+        );
+      }
+      markers = next;
+    }
+  }
+
+  /**
+   * The rules of GetBucketLifecycleConfiguration, as the SDK parsed them; a bucket without a
+   * configuration (`NoSuchLifecycleConfiguration`) has none.
+   */
+  async getLifecycleRules(bucket: string): Promise<ILifecycleRule[]> {
+    const target = { operation: 'read the lifecycle configuration of', bucket };
+    Private.checkTarget(target);
+    try {
+      const output = await this._guard(target, () =>
+        this._client.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket }))
+      );
+      return (output.Rules ?? []) as ILifecycleRule[];
+    } catch (error) {
+      if (Private.isNoLifecycle(error)) return [];
+      throw lifecycleSupport(error, target);
+    }
+  }
+
+  /**
+   * PutBucketLifecycleConfiguration with every rule, or DeleteBucketLifecycle when none is left
+   * (S3 refuses a configuration without rules). The rules go to the SDK as they came, so rules
+   * read from the bucket are written back with every field they had.
+   */
+  async putLifecycleRules(bucket: string, rules: readonly ILifecycleRule[]): Promise<void> {
+    const target = { operation: 'write the lifecycle configuration of', bucket };
+    Private.checkTarget(target);
+    await this._guard(target, () =>
+      rules.length === 0
+        ? this._client.send(new DeleteBucketLifecycleCommand({ Bucket: bucket }))
+        : this._client.send(
+            new PutBucketLifecycleConfigurationCommand({
+              Bucket: bucket,
+              LifecycleConfiguration: { Rules: [...rules] as LifecycleRule[] }
+            })
+          )
+    ).catch(error => {
+      // Removing a configuration that is not there (MinIO says so) leaves what was asked for.
+      if (rules.length === 0 && Private.isNoLifecycle(error)) return;
+      throw lifecycleSupport(error, target);
+    });
+  }
+
+  /**
+   * HeadBucket (existence and permission) unless the `headBucket` option is false, then
+   * GetBucketVersioning.
+   */
   async checkBucket(bucket: string): Promise<IBucketCheck> {
     const target = { operation: 'check', bucket };
     Private.checkTarget(target);
-    await this._guard(target, () =>
-      this._client.send(new HeadBucketCommand({ Bucket: bucket }))
-    ).catch((error: ObjectStoreError) => this._explainHead(error, target));
+    if (this._headBucket) {
+      await this._guard(target, () =>
+        this._client.send(new HeadBucketCommand({ Bucket: bucket }))
+      ).catch((error: ObjectStoreError) => this._explainHead(error, target));
+    }
     const versioning = await this._guard(target, () =>
       this._client.send(new GetBucketVersioningCommand({ Bucket: bucket }))
     );
@@ -524,6 +689,7 @@ export class S3ObjectStore implements IObjectStore {
   }
 
   private readonly _client: S3Client;
+  private readonly _headBucket: boolean;
   /** `checksums` is `when_supported`: a SHA-256 given to `put` is sent as the object's checksum. */
   private readonly _sendChecksums: boolean;
   private readonly _where: string;
@@ -537,9 +703,20 @@ export namespace S3ObjectStore {
     /** An S3-compatible server's URL; unset for AWS (then addressing is virtual-host style). */
     endpoint?: string;
     region: string;
-    /** Both or neither; neither uses the SDK's default chain (environment, profile, role). */
+    /**
+     * Both or neither; neither uses `credentials`, or else the SDK's default chain (environment,
+     * profile, role).
+     */
     accessKeyId?: string;
     secretAccessKey?: string;
+    /** A provider of expiring credentials, such as JupyterHub's credential service's. */
+    credentials?: S3ClientConfig['credentials'];
+    /**
+     * Whether `checkBucket` starts with HeadBucket; default true. S3 authorizes HeadBucket as
+     * ListBucket of the whole bucket, which credentials scoped to prefixes do not have:
+     * GetBucketVersioning alone then tells a missing bucket and refused credentials.
+     */
+    headBucket?: boolean;
     /** Connections per protocol in the pool (`max_threads`). */
     maxSockets: number;
     /** Longest a request may take (and a body read may stall); default 30 s. */
@@ -553,7 +730,10 @@ export namespace S3ObjectStore {
     checksums?: 'when_supported' | 'when_required';
     /** Attempts per call including the first (SDK standard retries); default 3. */
     maxAttempts?: number;
-    /** Keys per ListObjectsV2 page in `listLatest`; default 1000 (tests make it small). */
+    /**
+     * Keys per ListObjectsV2 page in `listLatest`, and entries per ListObjectVersions page in
+     * `listAllVersions`; default 1000 (tests make it small).
+     */
     listPageSize?: number;
   }
 }
@@ -681,6 +861,11 @@ export function toObjectStoreError(error: unknown, call: IFailedCall): ObjectSto
 namespace Private {
   /** What a call addresses. */
   export type ITarget = IStoreTarget;
+
+  /** The answer of a lifecycle call on a bucket that has no lifecycle configuration. */
+  export function isNoLifecycle(error: unknown): boolean {
+    return error instanceof ObjectStoreError && error.code === 'NoSuchLifecycleConfiguration';
+  }
 
   /** Where a ListObjectVersions call starts, and how many entries it may return. */
   export interface IListMarkers {

@@ -44,17 +44,27 @@ export function cloneTarget(
  * Save the bytes of a clone at the target, whose parent must exist (a visible directory inside
  * the root), or, when the target is taken, at the first free `-<n>` name.
  *
+ * @param save - How the bytes are written at the name chosen: by default as a clone (a notebook
+ *   never trusted); a restore keeps the trust the notebook's signature gives it.
  * @throws HttpError 400 when the parent is hidden or leads outside the root, 409 when it is
  *   missing or every name is taken.
  */
 export async function saveClone(
   manager: ContentsManager,
   target: string,
-  read: () => Promise<Buffer>
+  read: () => Promise<Buffer>,
+  save: SaveBytes = Private.saveAs
 ): Promise<ContentsModel> {
   await Private.checkTargetParent(manager, target);
-  return Private.saveUnique(manager, target, await read());
+  return Private.saveUnique(manager, target, await read(), save);
 }
+
+/** Write bytes at a path through the contents manager, answering the model written. */
+export type SaveBytes = (
+  manager: ContentsManager,
+  apiPath: string,
+  bytes: Buffer
+) => Promise<ContentsModel>;
 
 /**
  * The notebook in these bytes, with every cell marked untrusted (a clone comes from elsewhere:
@@ -138,7 +148,8 @@ namespace Private {
   export async function saveUnique(
     manager: ContentsManager,
     target: string,
-    bytes: Buffer
+    bytes: Buffer,
+    save: SaveBytes
   ): Promise<ContentsModel> {
     const parent = parentPath(target);
     const name = baseName(target);
@@ -159,7 +170,7 @@ namespace Private {
         throw reservationError(error, candidate);
       }
       try {
-        return await saveAs(manager, candidate, bytes);
+        return await save(manager, candidate, bytes);
       } catch (error) {
         await manager.removeEmptyFile(candidate, reserved);
         throw error;
@@ -183,7 +194,7 @@ namespace Private {
   }
 
   /** A notebook target with notebook bytes is saved as a notebook; everything else as bytes. */
-  async function saveAs(
+  export async function saveAs(
     manager: ContentsManager,
     apiPath: string,
     bytes: Buffer

@@ -3,6 +3,7 @@ import type { Archiving } from '../archive/archiving';
 import type { Route } from '../gateway/assemble';
 import type { IContentsBackendChoice } from '../gateway/contentsBackend';
 import { packageVersion } from '../version';
+import type { WorkspaceUsageMeter } from './usage';
 
 /** What feature detection reports on. */
 export interface IInfoOptions {
@@ -13,10 +14,15 @@ export interface IInfoOptions {
   readonly contentsBackend?: IContentsBackendChoice;
 }
 
-/** `GET api/store`: feature detection (the contract's `StoreInfoSchema`). */
-export function infoRoute(options: IInfoOptions): Route.Handler {
-  return (_request, response) => {
-    response.json(StoreInfoSchema.parse(storeInfo(options)));
+/**
+ * `GET api/store`: feature detection (the contract's `StoreInfoSchema`), with the workspace's
+ * usage when a meter is given (cached: see `WorkspaceUsageMeter`).
+ */
+export function infoRoute(options: IInfoOptions, usage?: WorkspaceUsageMeter): Route.Handler {
+  return async (_request, response) => {
+    const info = storeInfo(options);
+    if (usage) info.usage = await usage.current();
+    response.json(StoreInfoSchema.parse(info));
   };
 }
 

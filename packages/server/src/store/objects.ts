@@ -9,6 +9,7 @@ import { httpErrors } from '../http/errorCatalogue';
 import { displayable, objectKey } from '../storage/keys';
 import { ObjectStoreError, type IObjectVersion } from '../storage/objectStore';
 import { requireFeature } from './features';
+import type { VersionLabels } from './named';
 import {
   MAX_RENAMES_FOLLOWED,
   type IHistoryCursor,
@@ -120,16 +121,21 @@ export async function readNotebookVersion<T>(
 /**
  * The id of the newest archived version of a path.
  *
+ * @param none - The message when there is none; default the one a diff needs.
  * @throws HttpError 503 while object storage is not usable, 404 (reason `no versions`) when the
  *   path has none.
  */
-export async function newestArchivedVersion(archiving: StoreAccess, path: string): Promise<string> {
+export async function newestArchivedVersion(
+  archiving: StoreAccess,
+  path: string,
+  none = `${path} has no archived version to diff against: give base`
+): Promise<string> {
   requireFeature({ archiving }, 'store');
   const { settings, store, bucket } = archiving;
   const key = objectKey(settings.workspace_prefix, path);
   const newest = (await store.listVersionPage(bucket, key, { limit: 1 })).versions[0]?.versionId;
   if (newest === undefined) {
-    throw httpErrors.noVersions(`${path} has no archived version to diff against: give base`);
+    throw httpErrors.noVersions(none);
   }
   return newest;
 }
@@ -159,11 +165,15 @@ export interface IPageRequest {
  * The archived copy is the notebook's history across renames (see {@link Private.listHistory}):
  * after the versions of its path come those of the paths it had before, each marked with its
  * own `path`. The published copy is that of the path asked for only.
+ *
+ * With `labels`, each archived version that has been named carries its label (see
+ * `VersionLabels`, which never fails the listing).
  */
 export async function listVersions(
   archiving: StoreAccess,
   path: string,
-  page: IPageRequest
+  page: IPageRequest,
+  labels?: Pick<VersionLabels, 'attach'>
 ): Promise<VersionListing> {
   requireFeature({ archiving }, 'store');
   const { settings, store, bucket } = archiving;
@@ -204,7 +214,7 @@ export async function listVersions(
     object_bucket: bucket,
     workspace: {
       object_key: workspaceKey,
-      versions: workspace.versions,
+      versions: labels ? await labels.attach(workspace.versions, workspaceKey) : workspace.versions,
       ...(first ? { deleted } : {})
     },
     published: { object_key: publishedKey, versions: published.versions.map(toApiVersion) },
@@ -222,6 +232,18 @@ function toApiVersion(version: IObjectVersion): ObjectVersion {
     size: version.size,
     is_latest: version.isLatest
   };
+}
+
+/**
+ * The path a version's `renamed-from` metadata names (a HEAD of the version), decoded; undefined
+ * when it has none, or when the version is gone or the metadata is not a percent-encoded path.
+ */
+export function versionRenamedFrom(
+  archiving: StoreAccess,
+  key: string,
+  versionId: string
+): Promise<string | undefined> {
+  return Private.renamedFrom(archiving, key, versionId);
 }
 
 namespace Private {
@@ -354,7 +376,7 @@ namespace Private {
    * The path a version's `renamed-from` metadata names, decoded; undefined when it has none, or
    * when the version is gone or the metadata is not a percent-encoded path.
    */
-  async function renamedFrom(
+  export async function renamedFrom(
     archiving: StoreAccess,
     key: string,
     versionId: string

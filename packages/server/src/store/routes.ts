@@ -4,18 +4,28 @@ import type { ISurface } from '../gateway/assemble';
 import type { IContentsBackendChoice } from '../gateway/contentsBackend';
 import type { Logger } from '../gateway/logger';
 import { cloneRoute, DEFAULT_MAX_CLONE_BODY_BYTES } from './clone';
+import { deletedRoute } from './deleted';
 import { diffRoutes } from './diff';
 import { requireFeature, type StoreFeature } from './features';
 import { fsCloneRoute } from './fsClone';
 import { infoRoute } from './info';
+import {
+  NAME_VERSION_BODY_LIMIT,
+  nameVersionRoute,
+  unnameVersionRoute,
+  VersionLabels
+} from './named';
 import { DEFAULT_MAX_CLONE_BYTES } from './objects';
 import { checkStorePath } from './paths';
 import { DEFAULT_PUBLISH_BODY_LIMIT, publishRoute } from './publish';
+import { restoreRoute } from './restore';
+import { MAX_RETENTION_BODY_BYTES, retentionRoutes } from './retention';
+import { workspaceUsageMeter } from './usage';
 import { versionsRoute } from './versions';
 
 /**
- * The store API under `{base}api/store`: feature detection, version listings, publish, clone
- * and diff. Behind Jupyter's auth (every request, as Jupyter's API handlers); each route asks
+ * The store API under `{base}api/store`: feature detection, version listings, named versions,
+ * publish, clone and diff. Behind Jupyter's auth (every request, as Jupyter's API handlers); each route asks
  * the permission its action implies of Jupyter's `Authorizer` (see `ASKED_PERMISSIONS` in
  * `gateway/auth.ts` for why) and the feature it needs before its body is read.
  *
@@ -29,15 +39,39 @@ export function storeApi(options: storeApi.IOptions): ISurface {
   const requires = (feature: StoreFeature) => () => requireFeature(options, feature);
   const publishBody = { bodyLimit: options.maxPublishBodyBytes ?? DEFAULT_PUBLISH_BODY_LIMIT };
   const cloneBody = { bodyLimit: DEFAULT_MAX_CLONE_BODY_BYTES };
+  const storeFeature = { requires: requires('store') };
   const diff = diffRoutes({ archiving, manager, maxNotebookBytes: maxBytes });
   const basedir = () => archiving.settings.fs_cloning_basedir;
+  const usage = workspaceUsageMeter(archiving, log);
+  const retention = retentionRoutes({ archiving, log });
+  const retentionWrite = { requires: requires('store'), bodyLimit: MAX_RETENTION_BODY_BYTES };
+  const labels = new VersionLabels({ archiving, log });
   return {
     prefix: 'api/store',
     kind: 'api',
     checkPath: checkStorePath,
     routes: [
-      ['GET', '/', infoRoute(options), 'contents:read'],
-      ['GET', '/versions{/**path}', versionsRoute({ archiving, maxBytes }), 'contents:read'],
+      ['GET', '/', infoRoute(options, usage), 'contents:read'],
+      [
+        'GET',
+        '/versions{/**path}',
+        versionsRoute({ archiving, maxBytes, labels }),
+        'contents:read'
+      ],
+      [
+        'POST',
+        '/named{/**path}',
+        nameVersionRoute({ archiving, labels }),
+        'contents:write',
+        { requires: requires('store'), bodyLimit: NAME_VERSION_BODY_LIMIT }
+      ],
+      [
+        'DELETE',
+        '/named{/**path}',
+        unnameVersionRoute({ archiving, labels }),
+        'contents:write',
+        { requires: requires('store') }
+      ],
       [
         'PUT',
         '/publish{/**path}',
@@ -59,8 +93,19 @@ export function storeApi(options: storeApi.IOptions): ISurface {
         'contents:write',
         { requires: requires('fs clone'), ...cloneBody }
       ],
+      ['GET', '/deleted{/}', deletedRoute({ archiving }), 'contents:read', storeFeature],
+      [
+        'POST',
+        '/restore{/}',
+        restoreRoute({ archiving, manager, maxBytes, log }),
+        'contents:write',
+        { ...storeFeature, ...cloneBody }
+      ],
       ['POST', '/diff{/}', diff.posted, 'contents:read', { bodyLimit: maxBytes }],
-      ['GET', '/diff{/**path}', diff.queried, 'contents:read']
+      ['GET', '/diff{/**path}', diff.queried, 'contents:read'],
+      ['GET', '/retention{/}', retention.read, 'contents:read', { requires: requires('store') }],
+      ['PUT', '/retention{/}', retention.set, 'contents:write', retentionWrite],
+      ['DELETE', '/retention{/}', retention.clear, 'contents:write', retentionWrite]
     ]
   };
 }

@@ -64,9 +64,25 @@ const MAX_MARKER_CHARS = 1024;
  * @throws HttpError 400 (reason `bad request`) for anything else.
  */
 export function parseVersionsLimit(raw: string | undefined): number {
-  if (raw === undefined) return DEFAULT_VERSIONS_PAGE_LIMIT;
-  if (/^[1-9][0-9]{0,3}$/.test(raw) && Number(raw) <= MAX_VERSIONS_PAGE_LIMIT) return Number(raw);
-  throw httpErrors.badRequest(`limit must be a whole number from 1 to ${MAX_VERSIONS_PAGE_LIMIT}`);
+  return parseLimitParameter(raw, DEFAULT_VERSIONS_PAGE_LIMIT, MAX_VERSIONS_PAGE_LIMIT);
+}
+
+/**
+ * A `limit` query parameter: absent is `fallback`; else a decimal integer from 1 to `max`,
+ * without sign, spaces or leading zeros.
+ *
+ * @throws HttpError 400 (reason `bad request`) for anything else.
+ */
+export function parseLimitParameter(
+  raw: string | undefined,
+  fallback: number,
+  max: number
+): number {
+  if (raw === undefined) return fallback;
+  if (/^[1-9][0-9]*$/.test(raw) && raw.length <= String(max).length && Number(raw) <= max) {
+    return Number(raw);
+  }
+  throw httpErrors.badRequest(`limit must be a whole number from 1 to ${max}`);
 }
 
 /**

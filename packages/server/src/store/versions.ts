@@ -6,6 +6,7 @@ import {
 import { requestQuery, type Route } from '../gateway/assemble';
 import { httpErrors } from '../http/errorCatalogue';
 import { parseNotebook } from './cloneTarget';
+import type { VersionLabels } from './named';
 import { listVersions, readNotebookVersion, type StoreAccess } from './objects';
 import { parseVersionsLimit, VersionPageTokens } from './versionPages';
 
@@ -14,6 +15,8 @@ export interface IVersionsOptions {
   readonly archiving: StoreAccess;
   /** The most bytes a version read for restoring reads; larger is 413. */
   readonly maxBytes: number;
+  /** Where the names of archived versions are read; listings without names when left out. */
+  readonly labels?: VersionLabels;
 }
 
 /**
@@ -31,7 +34,7 @@ export function versionsRoute(options: IVersionsOptions): Route.Handler {
         token: query.getAll('next').at(-1),
         tokens
       };
-      const listing = await listVersions(options.archiving, path, page);
+      const listing = await listVersions(options.archiving, path, page, options.labels);
       response.json(VersionListingSchema.parse(listing));
     } else {
       const copy = query.getAll('copy').at(-1);

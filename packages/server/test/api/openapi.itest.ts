@@ -12,7 +12,7 @@
  *   bucket configured (503s, 403 for file-system cloning), one with object cloning off (403),
  *   and 503 for every route once the stand-in is gone.
  */
-import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -1227,9 +1227,281 @@ describe('jupyter-store lab archiving to MinIO, under --base-url /jupyter/', () 
   });
 
   // Last: it stops MinIO.
+  describe('api/store/retention', () => {
+    const retention = (method: string, request: Omit<IRequest, 'path'> = {}) =>
+      call(main, method, '/api/store/retention', { path: 'api/store/retention', ...request });
+
+    test('200 to read, set and clear the rule, with a token or a login cookie', async () => {
+      expect((await retention('GET')).json()).toMatchObject({ prefix: 'workspace/', rule: null });
+      const set = await retention('PUT', {
+        json: { keep_newest: 2, noncurrent_days: 9 },
+        auth: cookieWriteAuth()
+      });
+      expect(set.status).toBe(200);
+      expect(set.json()).toMatchObject({ rule: { keep_newest: 2, noncurrent_days: 9 } });
+      const cleared = await retention('DELETE');
+      expect(cleared.status).toBe(200);
+      expect(cleared.json()).toMatchObject({ rule: null });
+    });
+
+    test('400 for a bad body, 413 over 64 KiB, 415 for an unknown encoding', async () => {
+      expectError(await retention('PUT', { json: { keep_newest: 1 } }), 400, 'bad request');
+      expectError(await retention('PUT', { streamBytes: 70_000 }), 413, 'entity.too.large');
+      expectError(
+        await retention('PUT', {
+          json: { keep_newest: 1, noncurrent_days: 1 },
+          headers: { 'Content-Encoding': 'x-unknown' }
+        }),
+        415,
+        'encoding.unsupported'
+      );
+    });
+
+    test('403 without authentication or XSRF token, 404 from another origin', async () => {
+      for (const method of ['GET', 'PUT', 'DELETE']) {
+        expectError(await retention(method, { auth: {} }), 403, 'not authenticated');
+        expectError(
+          await retention(method, { auth: cookieAuth(), headers: { Origin: FOREIGN_ORIGIN } }),
+          404,
+          'cross-origin request blocked'
+        );
+      }
+      expectError(await retention('PUT', { auth: cookieAuth(), json: {} }), 403, 'xsrf');
+      expectError(await retention('DELETE', { auth: cookieAuth() }), 403, 'xsrf');
+    });
+
+    test.each(['POST', 'PATCH'])('405 for %s, with the Allow header', async method => {
+      const reply = await retention(method, { body: '{}' });
+      expectError(reply, 405, 'method not allowed');
+      expect(reply.headers.allow).toBe('GET, PUT, DELETE, HEAD');
+    });
+  });
+
+  describe('api/store/deleted and api/store/restore', () => {
+    const deleted = (request: Omit<IRequest, 'path'> & { query?: string } = {}) =>
+      call(main, 'GET', '/api/store/deleted', {
+        path: `api/store/deleted${request.query ?? ''}`,
+        ...request
+      });
+    const restore = (request: Omit<IRequest, 'path'> = {}) =>
+      call(main, 'POST', '/api/store/restore', { path: 'api/store/restore', ...request });
+    /** An archived version written straight to the bucket, as the archive writes one. */
+    const archive = async (path: string) => {
+      await s3.send(
+        new PutObjectCommand({
+          Bucket: BUCKET,
+          Key: `workspace/${path}`,
+          Body: JSON.stringify(notebook(path))
+        }),
+        { abortSignal: AbortSignal.timeout(30_000) }
+      );
+    };
+
+    test('200 to list the deleted notebooks and to restore one, with a token or a login cookie', async () => {
+      await archive('was-deleted.ipynb');
+      await s3.send(
+        new DeleteObjectCommand({ Bucket: BUCKET, Key: 'workspace/was-deleted.ipynb' }),
+        { abortSignal: AbortSignal.timeout(30_000) }
+      );
+      const listed = await deleted({ auth: cookieAuth() });
+      expect(listed.status).toBe(200);
+      expect(listed.json()).toMatchObject({
+        deleted: expect.arrayContaining([expect.objectContaining({ path: 'was-deleted.ipynb' })])
+      });
+      const restored = await restore({
+        json: { path: 'was-deleted.ipynb' },
+        auth: cookieWriteAuth()
+      });
+      expect(restored.status).toBe(200);
+      expect(restored.json()).toMatchObject({
+        path: 'was-deleted.ipynb',
+        restored_from: { path: 'was-deleted.ipynb' }
+      });
+    });
+
+    test('400 for a bad query or body, 404 without versions, 409 without the directory', async () => {
+      expectError(await deleted({ query: '?limit=0' }), 400, 'bad request');
+      expectError(await restore({ json: { path: '' } }), 400, 'bad request');
+      expectError(await restore({ json: { path: 'never.ipynb' } }), 404, 'no versions');
+      await archive('no-such-dir/a.ipynb');
+      expectError(
+        await restore({ json: { path: 'no-such-dir/a.ipynb' } }),
+        409,
+        'missing parent directory'
+      );
+      expectError(await restore({ streamBytes: 70_000 }), 413, 'entity.too.large');
+      expectError(
+        await restore({
+          json: { path: 'never.ipynb' },
+          headers: { 'Content-Encoding': 'x-unknown' }
+        }),
+        415,
+        'encoding.unsupported'
+      );
+    });
+
+    test('403 without authentication or XSRF token, 404 from another origin', async () => {
+      expectError(await deleted({ auth: {} }), 403, 'not authenticated');
+      expectError(await restore({ auth: {}, json: {} }), 403, 'not authenticated');
+      expectError(await restore({ auth: cookieAuth(), json: {} }), 403, 'xsrf');
+      for (const reply of [
+        await deleted({ auth: cookieAuth(), headers: { Origin: FOREIGN_ORIGIN } }),
+        await restore({ auth: cookieAuth(), headers: { Origin: FOREIGN_ORIGIN }, json: {} })
+      ]) {
+        expectError(reply, 404, 'cross-origin request blocked');
+      }
+    });
+
+    test.each([
+      ['/api/store/deleted', ['POST', 'PUT', 'DELETE', 'PATCH'], 'GET, HEAD'],
+      ['/api/store/restore', ['GET', 'PUT', 'DELETE', 'PATCH'], 'POST']
+    ] as const)(
+      '405 for the other methods of %s, with the Allow header',
+      async (route, methods, allow) => {
+        for (const method of methods) {
+          const reply = await call(main, method, route, { path: route.slice(1), body: '{}' });
+          expectError(reply, 405, 'method not allowed');
+          expect(reply.headers.allow).toBe(allow);
+        }
+      }
+    );
+  });
+
+  describe('api/store/named/{path}', () => {
+    const named = (method: string, path: string, request: Omit<IRequest, 'path'> = {}) =>
+      call(main, method, '/api/store/named/{path}', {
+        path: `api/store/named/${path}`,
+        ...request
+      });
+    /** An archived version written straight to the bucket, as the archive writes one. */
+    const archive = async (path: string): Promise<string> => {
+      const put = await s3.send(
+        new PutObjectCommand({
+          Bucket: BUCKET,
+          Key: `workspace/${path}`,
+          Body: JSON.stringify(notebook(path))
+        }),
+        { abortSignal: AbortSignal.timeout(30_000) }
+      );
+      return put.VersionId!;
+    };
+
+    test('200 to name the newest version or the one given, list it, and remove the name', async () => {
+      const first = await archive('labelled.ipynb');
+      const newest = await archive('labelled.ipynb');
+      const latest = await named('POST', 'labelled.ipynb', { json: { name: 'newest' } });
+      expect(latest.status).toBe(200);
+      expect(latest.json()).toMatchObject({
+        object_version_id: newest,
+        label: { name: 'newest', note: null }
+      });
+      const older = await named('POST', 'labelled.ipynb', {
+        json: { name: 'older', note: 'a note', object_version_id: first },
+        auth: cookieWriteAuth()
+      });
+      expect(older.status).toBe(200);
+      const listing = await call(main, 'GET', '/api/store/versions/{path}', {
+        path: 'api/store/versions/labelled.ipynb'
+      });
+      expect(listing.json().workspace.versions).toMatchObject([
+        { object_version_id: newest, label: { name: 'newest' } },
+        { object_version_id: first, label: { name: 'older', note: 'a note' } }
+      ]);
+      const removed = await named('DELETE', `labelled.ipynb?object_version_id=${first}`, {
+        auth: cookieWriteAuth()
+      });
+      expect(removed.status).toBe(200);
+      expect(removed.json()).toMatchObject({ object_version_id: first });
+    });
+
+    test('400 for a bad body or query, 404 without versions or name, 413, 415', async () => {
+      const version = await archive('refused.ipynb');
+      expectError(
+        await named('POST', 'refused.ipynb', { json: { name: ' ' } }),
+        400,
+        'bad request'
+      );
+      expectError(
+        await named('POST', 'refused.ipynb', {
+          json: { name: '名'.repeat(100), note: '€'.repeat(200) }
+        }),
+        400,
+        'label too long'
+      );
+      expectError(await named('DELETE', 'refused.ipynb'), 400, 'bad request');
+      expectError(await named('POST', 'never.ipynb', { json: { name: 'x' } }), 404, 'no versions');
+      expectError(
+        await named('DELETE', `refused.ipynb?object_version_id=${version}`),
+        404,
+        'not named'
+      );
+      expectError(
+        await named('POST', 'refused.ipynb', { streamBytes: 70_000 }),
+        413,
+        'entity.too.large'
+      );
+      expectError(
+        await named('POST', 'refused.ipynb', {
+          json: { name: 'x' },
+          headers: { 'Content-Encoding': 'x-unknown' }
+        }),
+        415,
+        'encoding.unsupported'
+      );
+    });
+
+    test('403 without authentication or XSRF token, 404 from another origin', async () => {
+      for (const method of ['POST', 'DELETE']) {
+        const json = method === 'POST' ? { name: 'x' } : undefined;
+        expectError(await named(method, 'a.ipynb', { auth: {}, json }), 403, 'not authenticated');
+        expectError(await named(method, 'a.ipynb', { auth: cookieAuth(), json }), 403, 'xsrf');
+        expectError(
+          await named(method, 'a.ipynb', {
+            auth: cookieAuth(),
+            headers: { Origin: FOREIGN_ORIGIN },
+            json
+          }),
+          404,
+          'cross-origin request blocked'
+        );
+      }
+    });
+
+    test.each(['GET', 'PUT', 'PATCH'])('405 for %s, with the Allow header', async method => {
+      const reply = await named(method, 'a.ipynb', { body: '{}' });
+      expectError(reply, 405, 'method not allowed');
+      expect(reply.headers.allow).toBe('POST, DELETE');
+    });
+  });
+
   describe('with object storage unreachable', () => {
     test('502 for versions, publish and clone', async () => {
       await minio.stop();
+      expectError(
+        await call(main, 'POST', '/api/store/named/{path}', {
+          path: 'api/store/named/report.ipynb',
+          json: { name: 'x', object_version_id: 'v1' }
+        }),
+        502,
+        /./
+      );
+      expectError(
+        await call(main, 'DELETE', '/api/store/named/{path}', {
+          path: 'api/store/named/report.ipynb?object_version_id=v1'
+        }),
+        502,
+        /./
+      );
+      for (const method of ['GET', 'PUT', 'DELETE']) {
+        expectError(
+          await call(main, method, '/api/store/retention', {
+            path: 'api/store/retention',
+            json: method === 'PUT' ? { keep_newest: 1, noncurrent_days: 1 } : undefined
+          }),
+          502,
+          /./
+        );
+      }
       expectError(
         await call(main, 'GET', '/api/store/versions/{path}', {
           path: 'api/store/versions/report.ipynb'
@@ -1255,6 +1527,19 @@ describe('jupyter-store lab archiving to MinIO, under --base-url /jupyter/', () 
       );
       expectError(
         await call(main, 'GET', '/api/store/diff/{path}', { path: 'api/store/diff/report.ipynb' }),
+        502,
+        /./
+      );
+      expectError(
+        await call(main, 'GET', '/api/store/deleted', { path: 'api/store/deleted' }),
+        502,
+        /./
+      );
+      expectError(
+        await call(main, 'POST', '/api/store/restore', {
+          path: 'api/store/restore',
+          json: { path: 'report.ipynb' }
+        }),
         502,
         /./
       );
@@ -1361,6 +1646,53 @@ describe('jupyter-store serve with features off', () => {
     );
   });
 
+  test('503 for the deleted notebooks and restore when object storage is not usable', async () => {
+    expectError(
+      await call(noStore, 'GET', '/api/store/deleted', { path: 'api/store/deleted' }),
+      503,
+      'store unavailable'
+    );
+    expectError(
+      await call(noStore, 'POST', '/api/store/restore', {
+        path: 'api/store/restore',
+        json: { path: 'a.ipynb' }
+      }),
+      503,
+      'store unavailable'
+    );
+  });
+
+  test('503 for named versions when object storage is not usable', async () => {
+    expectError(
+      await call(noStore, 'POST', '/api/store/named/{path}', {
+        path: 'api/store/named/a.ipynb',
+        json: { name: 'x' }
+      }),
+      503,
+      'store unavailable'
+    );
+    expectError(
+      await call(noStore, 'DELETE', '/api/store/named/{path}', {
+        path: 'api/store/named/a.ipynb?object_version_id=v1'
+      }),
+      503,
+      'store unavailable'
+    );
+  });
+
+  test('503 for the retention rule when object storage is not usable', async () => {
+    for (const method of ['GET', 'PUT', 'DELETE']) {
+      expectError(
+        await call(noStore, method, '/api/store/retention', {
+          path: 'api/store/retention',
+          json: method === 'PUT' ? { keep_newest: 1, noncurrent_days: 1 } : undefined
+        }),
+        503,
+        'store unavailable'
+      );
+    }
+  });
+
   test('403 for a clone whose feature is off', async () => {
     expectError(
       await call(noCloning, 'POST', '/api/store/clone', {
@@ -1465,6 +1797,28 @@ const EXPECTED_COVERAGE: Record<string, number[]> = {
   'PUT /api/store/diff': [405],
   'DELETE /api/store/diff': [405],
   'PATCH /api/store/diff': [405],
+  // 409 (an empty workspace prefix) and 501 (versitygw): retention.itest.ts.
+  'GET /api/store/retention': [200, 403, 404, 502, 503],
+  'PUT /api/store/retention': [200, 400, 403, 404, 413, 415, 502, 503],
+  'DELETE /api/store/retention': [200, 403, 404, 502, 503],
+  'POST /api/store/retention': [405],
+  'PATCH /api/store/retention': [405],
+  // 507 (a full disk) is not produced here.
+  'GET /api/store/deleted': [200, 400, 403, 404, 502, 503],
+  'POST /api/store/deleted': [405],
+  'PUT /api/store/deleted': [405],
+  'DELETE /api/store/deleted': [405],
+  'PATCH /api/store/deleted': [405],
+  'POST /api/store/restore': [200, 400, 403, 404, 409, 413, 415, 502, 503],
+  'GET /api/store/restore': [405],
+  'PUT /api/store/restore': [405],
+  'DELETE /api/store/restore': [405],
+  'PATCH /api/store/restore': [405],
+  'POST /api/store/named/{path}': [200, 400, 403, 404, 413, 415, 502, 503],
+  'DELETE /api/store/named/{path}': [200, 400, 403, 404, 502, 503],
+  'GET /api/store/named/{path}': [405],
+  'PUT /api/store/named/{path}': [405],
+  'PATCH /api/store/named/{path}': [405],
   'GET /store/clone': [200, 302, 400, 403, 503],
   'GET /store/fs-clone': [200, 302, 400, 403, 404, 503],
   'GET /store/static/{file}': [200, 404]

@@ -371,6 +371,15 @@ const CANDIDATE_PATHS = [
   '/api/store/diff/',
   '/api/store/diff/nb.ipynb',
   '/api/store/diff/team/nb.ipynb',
+  '/api/store/named/nb.ipynb',
+  '/api/store/named/team/nb.ipynb',
+  '/api/store/named',
+  '/api/store/retention',
+  '/api/store/retention/',
+  '/api/store/deleted',
+  '/api/store/deleted/',
+  '/api/store/restore',
+  '/api/store/restore/',
   // Not routes: the pre-2.3 publish route, paths below the clone routes, other guesses.
   '/api/store/published/nb.ipynb',
   '/api/store/clone/nb.ipynb',
@@ -378,7 +387,10 @@ const CANDIDATE_PATHS = [
   '/api/store/status',
   '/api/store/features',
   '/api/store/version',
-  '/api/store/objects/nb.ipynb'
+  '/api/store/objects/nb.ipynb',
+  '/api/store/retention/nb.ipynb',
+  '/api/store/deleted/nb.ipynb',
+  '/api/store/restore/nb.ipynb'
 ];
 
 /** Methods a JSON route may be documented for; HEAD follows GET, OPTIONS is not an API call. */

@@ -13,6 +13,7 @@ import {
 } from '@jupyter-store/contract';
 import { useArchivingLab } from '../support/archivingLab';
 import { runCli, terminalEnv } from '../client/storeCli';
+import { saveMarkdownNotebook } from '../support/notebookSaves';
 
 jest.setTimeout(180_000);
 
@@ -24,20 +25,7 @@ describe('versions across renames (gateway + MinIO)', () => {
 
   /** Save a notebook with one markdown cell of `text` through the contents API. */
   async function save(path: string, text: string): Promise<void> {
-    const response = await fetch(lab.gateway.url(`api/contents/${path}`), {
-      method: 'PUT',
-      headers: { ...auth(), 'Content-Type': 'application/json' },
-      body: JSON.stringify({
-        type: 'notebook',
-        content: {
-          cells: [{ cell_type: 'markdown', id: 'a', metadata: {}, source: text }],
-          metadata: {},
-          nbformat: 4,
-          nbformat_minor: 5
-        }
-      })
-    });
-    expect(response.status).toBeLessThan(300);
+    expect(await saveMarkdownNotebook(lab.gateway, path, text)).toBeLessThan(300);
   }
 
   beforeAll(async () => {

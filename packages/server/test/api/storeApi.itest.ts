@@ -9,6 +9,7 @@ import {
   VersionListingSchema
 } from '@jupyter-store/contract';
 import { CLI, labDefaults, startGatewayProcess, type IGatewayProcess } from '../support/gateway';
+import { saveMarkdownNotebook } from '../support/notebookSaves';
 
 jest.setTimeout(120_000);
 
@@ -25,20 +26,8 @@ describe('store API with the embedded store', () => {
   });
 
   async function save(path: string, text: string): Promise<void> {
-    const response = await fetch(gateway.url(`api/contents/${path}`), {
-      method: 'PUT',
-      headers: { ...auth(), 'Content-Type': 'application/json' },
-      body: JSON.stringify({
-        type: 'notebook',
-        content: {
-          cells: [{ cell_type: 'markdown', id: 'a', metadata: {}, source: text }],
-          metadata: {},
-          nbformat: 4,
-          nbformat_minor: 5
-        }
-      })
-    });
-    expect(response.ok).toBe(true);
+    const status = await saveMarkdownNotebook(gateway, path, text);
+    expect(status >= 200 && status < 300).toBe(true);
   }
 
   test('GET api/store reports the release, the features with reasons and the archive', async () => {

@@ -43,6 +43,7 @@ test.each([
   [['clone', '--help']],
   [['clone']],
   [['lab', '--help']],
+  [['singleuser', '--help']],
   [['frobnicate']]
 ])('jupyter-store %j loads none of the server code', args => {
   const { status, files } = loadedBy(args);
@@ -55,4 +56,10 @@ test('jupyter-store lab loads the gateway when it runs', () => {
   const { status, files } = loadedBy(['lab', '--port', 'abc']);
   expect(status).toBe(2);
   expect(files.some(file => file.endsWith('/packages/server/lib/gateway/start.js'))).toBe(true);
+});
+
+test('jupyter-store singleuser loads its module when it runs', () => {
+  const { status, files } = loadedBy(['singleuser', '--activity-interval', 'never']);
+  expect(status).toBe(2);
+  expect(files.some(file => file.endsWith('/packages/server/lib/hub/singleuser.js'))).toBe(true);
 });

@@ -203,7 +203,8 @@ describe('the object-store mapping', () => {
       'access-denied': 403,
       'bad-request': 400,
       'too-large': 413,
-      unavailable: 502
+      unavailable: 502,
+      'not-supported': 501
     });
   });
 });

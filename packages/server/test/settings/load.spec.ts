@@ -103,6 +103,19 @@ describe('#loadStoreSettings()', () => {
     expect(loadStoreSettings({ env }).settings.clone_buckets).toEqual(['from-config']);
   });
 
+  test('named_prefix: `named` by default, apart from the other prefixes segment by segment', () => {
+    expect(loadStoreSettings({ env }).settings.named_prefix).toBe('named');
+    // `named` is not inside `named2`, nor `workspace` inside `workspace-named`.
+    const beside = loadStoreSettings({
+      env,
+      flags: { named_prefix: 'workspace-named', published_prefix: 'named2' }
+    });
+    expect(beside.settings.named_prefix).toBe('workspace-named');
+    // An empty published_prefix (publishing off) overlaps nothing.
+    const { settings } = loadStoreSettings({ env, flags: { published_prefix: '' } });
+    expect(settings.named_prefix).toBe('named');
+  });
+
   test('command-line values are coerced as traitlets would', () => {
     const { settings } = loadStoreSettings({
       env,
@@ -126,7 +139,15 @@ describe('#loadStoreSettings()', () => {
     [{ object_access_key_id: 'AKIAEXAMPLE' }, /object_secret_access_key .*both/],
     [{ clone_buckets: 'ok-bucket,Not_A_Bucket' }, /clone_buckets .*bucket names/],
     [{ clone_buckets: '["ok-bucket", 3]' }, /clone_buckets/],
-    [{ no_such_setting: '1' }, /no_such_setting .*not a setting/]
+    [{ no_such_setting: '1' }, /no_such_setting .*not a setting/],
+    [{ named_prefix: '/' }, /named_prefix .*must not be empty/],
+    [{ named_prefix: 'workspace' }, /named_prefix .*apart from workspace_prefix.*equals/],
+    [{ named_prefix: 'workspace/named/' }, /named_prefix .*apart from workspace_prefix.*is inside/],
+    [
+      { named_prefix: 'team', workspace_prefix: 'team/alice' },
+      /named_prefix .*apart from workspace_prefix.*contains/
+    ],
+    [{ named_prefix: '/published' }, /named_prefix .*apart from published_prefix.*equals/]
   ])('%j stops start-up with the field and the reason', (flags, message) => {
     expect(() => loadStoreSettings({ env, flags })).toThrow(SettingsError);
     expect(() => loadStoreSettings({ env, flags })).toThrow(message);

@@ -10,6 +10,7 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { withRetention, type ILifecycleRule } from '../../src/storage/lifecycle';
 import { LocalObjectStore } from '../../src/storage/localStore';
 import {
   ObjectStoreError,
@@ -550,6 +551,69 @@ describe.each<StoreKind>(['embedded', 'minio', 'versitygw'])('object store: %s',
     });
   });
 
+  describe('#copyVersion()', () => {
+    it('copies the bytes of the version named, with the metadata replaced', async () => {
+      const source = freshKey('a folder/ü ?%+ notebook.ipynb');
+      const first = await store.put(bucket, source, Buffer.from('first bytes'), {
+        contentType: 'application/x-ipynb+json',
+        metadata: { 'save-id': 's1' }
+      });
+      await store.put(bucket, source, Buffer.from('second'), { metadata: { 'save-id': 's2' } });
+      const target = freshKey('named copy/ü.ipynb/v1');
+      const copy = await store.copyVersion(bucket, source, first.versionId!, target, {
+        metadata: { 'version-name': 'before%20refactor' },
+        contentType: 'application/x-ipynb+json'
+      });
+      expect(copy.versionId).toEqual(expect.any(String));
+      expect(copy.versionId).not.toBe(first.versionId);
+      const read = await store.get(bucket, target);
+      expect(read.body.toString()).toBe('first bytes');
+      expect(read.versionId).toBe(copy.versionId);
+      expect(read.metadata).toEqual({ 'version-name': 'before%20refactor' });
+      expect(read.contentType).toBe('application/x-ipynb+json');
+      // The source is untouched: still two versions, the newest still the latest.
+      expect((await store.listVersions(bucket, source)).map(v => v.versionId)).toHaveLength(2);
+      expect((await store.get(bucket, source)).body.toString()).toBe('second');
+      // A second copy to the same key is a new version of it.
+      const again = await store.copyVersion(bucket, source, first.versionId!, target, {
+        metadata: { 'version-name': 'renamed' }
+      });
+      expect((await store.head(bucket, target)).metadata['version-name']).toBe('renamed');
+      expect((await store.listVersions(bucket, target)).map(v => v.versionId)).toEqual([
+        again.versionId,
+        copy.versionId
+      ]);
+    });
+
+    it('fails as not-found for a version that does not exist or a delete marker', async () => {
+      const key = freshKey();
+      const written = await store.put(bucket, key, Buffer.from('x'));
+      const other = freshKey();
+      await store.put(bucket, other, Buffer.from('y'));
+      const target = freshKey('copy');
+      const missing = await failure(
+        store.copyVersion(bucket, other, written.versionId!, target, { metadata: {} })
+      );
+      expect(missing.kind).toBe('not-found');
+      const marker = await store.deleteObject(bucket, key);
+      const onMarker = await failure(
+        store.copyVersion(bucket, key, marker.versionId!, target, { metadata: {} })
+      );
+      expect(onMarker.kind).toBe('not-found');
+      expect(await store.listVersions(bucket, target)).toEqual([]);
+    });
+
+    it('refuses metadata over the 2 KB S3 allows before calling the store', async () => {
+      const key = freshKey();
+      const written = await store.put(bucket, key, Buffer.from('x'));
+      const metadata = { 'version-note': 'n'.repeat(2100) };
+      const refused = await failure(
+        store.copyVersion(bucket, key, written.versionId!, freshKey('copy'), { metadata })
+      );
+      expect(refused.kind).toBe('bad-request');
+    });
+  });
+
   describe('#deleteObject()', () => {
     it('hides the key behind a delete marker, keeping every version readable by id', async () => {
       const key = freshKey();
@@ -916,6 +980,144 @@ describe.each<StoreKind>(['embedded', 'minio', 'versitygw'])('object store: %s',
       } finally {
         await paged.close();
       }
+    });
+  });
+
+  describe('#listAllVersions()', () => {
+    it('lists every version and delete marker below the prefix, page after page, key by key', async () => {
+      const paged = fixture.open({ listPageSize: 2 });
+      try {
+        const base = freshKey('dir');
+        const keys = keysInOneShard(base, 4);
+        // Per key, what was written, newest first: [version id, delete marker, size].
+        const written = new Map<string, [string, boolean, number][]>();
+        const put = async (key: string, text: string) => {
+          const { versionId } = await paged.put(bucket, key, Buffer.from(text));
+          written.set(key, [[versionId!, false, text.length], ...(written.get(key) ?? [])]);
+        };
+        const remove = async (key: string) => {
+          const { versionId } = await paged.deleteObject(bucket, key);
+          written.set(key, [[versionId!, true, 0], ...(written.get(key) ?? [])]);
+        };
+        await put(keys[0], 'first');
+        await put(keys[0], 'second, longer');
+        await put(keys[1], 'deleted');
+        await remove(keys[1]);
+        await put(keys[2], 'revived once');
+        await remove(keys[2]);
+        await put(keys[2], 'revived');
+        await put(keys[3], 'x');
+        // Outside: a sibling whose name extends the prefix's directory.
+        await paged.put(bucket, `${base}2/0.ipynb`, Buffer.from('outside'));
+
+        const listed: { key: string; versionId: string; marker: boolean; latest: boolean }[] = [];
+        for await (const entry of paged.listAllVersions(bucket, `${base}/`)) {
+          expect(entry.lastModified).toBeInstanceOf(Date);
+          listed.push({
+            key: entry.key,
+            versionId: entry.versionId,
+            marker: entry.deleteMarker ?? false,
+            latest: entry.isLatest
+          });
+          const mine = written.get(entry.key)?.find(([id]) => id === entry.versionId);
+          expect(mine?.[2]).toBe(entry.size);
+        }
+        expect([...new Set(listed.map(entry => entry.key))].sort()).toEqual([...keys].sort());
+        for (const key of keys) {
+          const entries = listed.filter(entry => entry.key === key);
+          // Each key's entries come together.
+          const first = listed.findIndex(entry => entry.key === key);
+          expect(listed.slice(first, first + entries.length)).toEqual(entries);
+          const expected = written.get(key)!;
+          const ids = (marker: boolean) =>
+            expected.filter(([, isMarker]) => isMarker === marker).map(([id]) => id);
+          // Each kind newest first (versitygw lists markers before versions, see listVersions).
+          expect(entries.filter(e => !e.marker).map(e => e.versionId)).toEqual(ids(false));
+          expect(entries.filter(e => e.marker).map(e => e.versionId)).toEqual(ids(true));
+          if (kind !== 'versitygw') {
+            expect(entries.map(e => e.versionId)).toEqual(expected.map(([id]) => id));
+          }
+          expect(entries.filter(e => e.latest).map(e => e.versionId)).toEqual([expected[0][0]]);
+        }
+
+        // Stopping early is fine, and the store stays usable.
+        const iterator = paged.listAllVersions(bucket, `${base}/`)[Symbol.asyncIterator]();
+        expect(keys).toContain((await iterator.next()).value.key);
+        await iterator.return?.();
+        let count = 0;
+        for await (const entry of paged.listAllVersions(bucket, `${base}2/`)) {
+          expect(entry.key).toBe(`${base}2/0.ipynb`);
+          count++;
+        }
+        expect(count).toBe(1);
+      } finally {
+        await paged.close();
+      }
+    });
+  });
+
+  describe('#getLifecycleRules() and #putLifecycleRules()', () => {
+    /** Another tool's rule, with an action jupyter-store never writes. */
+    const other: ILifecycleRule = {
+      ID: 'other-tool',
+      Status: 'Enabled',
+      Filter: { Prefix: 'logs/' },
+      Expiration: { Days: 30 }
+    };
+
+    if (kind === 'versitygw') {
+      it('fails as not-supported: versitygw does not implement lifecycle configuration', async () => {
+        for (const call of [
+          () => store.getLifecycleRules(bucket),
+          () => store.putLifecycleRules(bucket, [other])
+        ]) {
+          const error = await failure(call());
+          expect({ kind: error.kind, code: error.code }).toEqual({
+            kind: 'not-supported',
+            code: 'NotImplemented'
+          });
+          expect(error.message).toMatch(/does not support bucket lifecycle configuration/);
+        }
+      });
+      return;
+    }
+
+    it('reads no rules where there are none, and removing none succeeds', async () => {
+      await store.putLifecycleRules(bucket, []);
+      expect(await store.getLifecycleRules(bucket)).toEqual([]);
+      await store.putLifecycleRules(bucket, []);
+    });
+
+    it('writes, reads back, changes one rule and keeps the others whole', async () => {
+      const retention = { keepNewest: 2, noncurrentDays: 7 };
+      await store.putLifecycleRules(bucket, withRetention([other], 'workspace', retention));
+      const read = await store.getLifecycleRules(bucket);
+      expect(read).toHaveLength(2);
+      const byId = new Map(read.map(rule => [rule.ID, rule]));
+      expect(byId.get('other-tool')).toMatchObject(other);
+      const ours = byId.get('jupyter-store-retention:workspace');
+      expect(ours).toMatchObject({
+        Status: 'Enabled',
+        Filter: { Prefix: 'workspace/' },
+        NoncurrentVersionExpiration: { NoncurrentDays: 7, NewerNoncurrentVersions: 2 }
+      });
+      expect(ours?.Expiration).toBeUndefined();
+
+      // What was read goes back unchanged: a read-modify-write loses nothing of other rules.
+      await store.putLifecycleRules(bucket, read);
+      expect(await store.getLifecycleRules(bucket)).toEqual(read);
+
+      const without = withRetention(read, 'workspace', null);
+      await store.putLifecycleRules(bucket, without);
+      expect(await store.getLifecycleRules(bucket)).toEqual([byId.get('other-tool')]);
+
+      await store.putLifecycleRules(bucket, []);
+      expect(await store.getLifecycleRules(bucket)).toEqual([]);
+    });
+
+    it('fails as not-found for a missing bucket', async () => {
+      const error = await failure(store.getLifecycleRules(MISSING_BUCKET));
+      expect(error.kind).toBe('not-found');
     });
   });
 

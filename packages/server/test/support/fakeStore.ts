@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
+import type { ILifecycleRule } from '../../src/storage/lifecycle';
 import {
   ObjectStoreError,
+  type IKeyVersion,
   type IObjectStore,
   type IObjectSummary,
   type IObjectVersion,
@@ -95,6 +97,23 @@ export class FakeStore implements IObjectStore {
     throw new Error('not used');
   }
 
+  async copyVersion(): Promise<never> {
+    throw new Error('not used');
+  }
+
+  /** The bucket's lifecycle rules, as the last put left them. */
+  lifecycleRules: ILifecycleRule[] = [];
+
+  async getLifecycleRules(): Promise<ILifecycleRule[]> {
+    if (this.down) throw this.down;
+    return [...this.lifecycleRules];
+  }
+
+  async putLifecycleRules(_bucket: string, rules: readonly ILifecycleRule[]): Promise<void> {
+    if (this.down) throw this.down;
+    this.lifecycleRules = [...rules];
+  }
+
   async head(_bucket: string, key: string) {
     if (this.down) throw this.down;
     const latest = this.versions.get(key)?.at(-1);
@@ -128,6 +147,23 @@ export class FakeStore implements IObjectStore {
         etag: `"${createHash('md5').update(latest.body).digest('hex')}"`,
         lastModified: new Date()
       };
+    }
+  }
+
+  async *listAllVersions(_bucket: string, prefix: string): AsyncIterable<IKeyVersion> {
+    if (this.down) throw this.down;
+    for (const [key, list] of this.versions) {
+      if (!key.startsWith(prefix)) continue;
+      for (const [index, version] of [...list].reverse().entries()) {
+        yield {
+          key,
+          versionId: version.id,
+          lastModified: new Date(),
+          size: version.body.length,
+          isLatest: index === 0,
+          ...(version.deleteMarker ? { deleteMarker: true } : {})
+        };
+      }
     }
   }
 

@@ -63,12 +63,18 @@ export interface IObjectServer {
   dispose(): Promise<void>;
 }
 
+/** What a client needs of a server: where it is and how to sign in (a cluster has one too). */
+export type IS3Access = Pick<
+  IObjectServer,
+  'kind' | 'endpoint' | 'accessKeyId' | 'secretAccessKey' | 'region'
+>;
+
 /**
  * The flags and environment that make `jupyter-store lab|serve` archive to `server`'s `bucket`
  * (credentials through `STORE_OBJECT_*`, never on the command line).
  */
 export function archiveSettings(
-  server: IObjectServer,
+  server: IS3Access,
   bucket: string
 ): { args: string[]; env: NodeJS.ProcessEnv } {
   return {
@@ -170,10 +176,21 @@ function installExitHook(): void {
 /** With `setpriv --pdeathsig`, the kernel kills the server if this process dies abruptly. */
 const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find(path => existsSync(path));
 
+/**
+ * `command` (program first) run so that the kernel sends it `signal` when the process that
+ * started it dies, where `setpriv` exists; `command` itself otherwise.
+ */
+export function withParentDeathSignal(
+  command: readonly string[],
+  signal: 'KILL' | 'TERM'
+): string[] {
+  return SETPRIV ? [SETPRIV, '--pdeathsig', signal, '--', ...command] : [...command];
+}
+
 const sleep = (ms: number): Promise<void> => new Promise(r => setTimeout(r, ms));
 
 /** Wait for the exit promise, at most `ms`; the timer never outlives the wait. */
-async function exitWithin(exited: Promise<unknown>, ms: number): Promise<boolean> {
+export async function exitWithin(exited: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<false>(r => {
     timer = setTimeout(() => r(false), ms);
@@ -186,7 +203,7 @@ async function exitWithin(exited: Promise<unknown>, ms: number): Promise<boolean
 }
 
 /** The caller's environment minus what would configure these servers behind our back. */
-function cleanEnv(): NodeJS.ProcessEnv {
+export function cleanEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (/^(MINIO_|VGW_|ROOT_|AWS_|LOGFILE$|WEBHOOK$)/.test(key)) continue;
@@ -446,7 +463,7 @@ export function startObjectServerOfKind(
 }
 
 /** An S3 client for the server (path-style, static credentials); `destroy()` it when done. */
-export function s3ClientFor(server: IObjectServer): S3Client {
+export function s3ClientFor(server: IS3Access): S3Client {
   return new S3Client({
     endpoint: server.endpoint,
     region: server.region,
@@ -460,7 +477,7 @@ export function s3ClientFor(server: IObjectServer): S3Client {
  *
  * @throws if the server refuses or does not report `Status: Enabled`.
  */
-export async function createVersionedBucket(server: IObjectServer, name: string): Promise<void> {
+export async function createVersionedBucket(server: IS3Access, name: string): Promise<void> {
   const client = s3ClientFor(server);
   try {
     const send = { abortSignal: AbortSignal.timeout(15_000) };

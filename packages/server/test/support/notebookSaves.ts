@@ -1,0 +1,28 @@
+import type { IGatewayProcess } from './gateway';
+
+/**
+ * Save a notebook of one markdown cell holding `text` at `path`, through the gateway's contents
+ * API with its token, as a client's save: the gateway archives it like any other.
+ *
+ * @returns the answer's status (a new notebook is 201, a saved one 200).
+ */
+export async function saveMarkdownNotebook(
+  gateway: IGatewayProcess,
+  path: string,
+  text: string
+): Promise<number> {
+  const response = await fetch(gateway.url(`api/contents/${encodeURI(path)}`), {
+    method: 'PUT',
+    headers: { Authorization: `token ${gateway.token}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({
+      type: 'notebook',
+      content: {
+        cells: [{ cell_type: 'markdown', id: 'a', metadata: {}, source: text }],
+        metadata: {},
+        nbformat: 4,
+        nbformat_minor: 5
+      }
+    })
+  });
+  return response.status;
+}
