@@ -8,3 +8,4 @@ export * from './endpoints';
 export * from './labels';
 export * from './deleted';
 export * from './retention';
+export * from './cloneLinks';

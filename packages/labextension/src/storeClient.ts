@@ -1,4 +1,5 @@
 import {
+  cloneLinkUrl,
   StoreEndpoints,
   trimSlashes,
   type DeletedListing,
@@ -19,7 +20,7 @@ import {
   type VersionContent,
   type VersionListing
 } from '@jupyter-store/contract';
-import { PageConfig, URLExt } from '@jupyterlab/coreutils';
+import { PageConfig } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import { nullTranslator, type TranslationBundle } from '@jupyterlab/translation';
 import { requestEndpoint } from './request';
@@ -148,13 +149,18 @@ export class StoreClient {
 
   /**
    * The landing-page URL that clones an object into whoever opens it:
-   * `{base}store/clone?object_bucket=…&object_key=…[&object_version_id=…]`.
+   * `{base}store/clone?object_bucket=…&object_key=…[&object_version_id=…]`, or on a JupyterHub
+   * `<hub>/hub/user-redirect/store/clone?…`, which opens it in the recipient's own server (see
+   * `cloneLinkUrl`).
    */
   cloneLink(bucket: string, key: string, versionId?: string | null): string {
-    const query: Record<string, string> = { object_bucket: bucket, object_key: key };
-    if (versionId) query.object_version_id = versionId;
-    const base = URLExt.join(PageConfig.getBaseUrl(), 'store/clone');
-    return `${base}${URLExt.objectToQueryString(query)}`;
+    const hubPrefix = PageConfig.getOption('hubPrefix');
+    return cloneLinkUrl({
+      serverUrl: PageConfig.getBaseUrl(),
+      hub: hubPrefix ? { hubPrefix, hubHost: PageConfig.getOption('hubHost') } : null,
+      page: 'store/clone',
+      query: { object_bucket: bucket, object_key: key, object_version_id: versionId }
+    });
   }
 
   /** Call the contract's endpoint of this name with the application's server settings. */
