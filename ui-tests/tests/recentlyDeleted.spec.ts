@@ -50,14 +50,17 @@ test.describe('Recently deleted', () => {
     await expect(entry).toHaveCount(1, { timeout: 30_000 });
     await expect(entry.locator('.jp-store-RecentlyDeleted-path')).toHaveText(path);
     await expect(entry.locator('time')).toHaveText(/^deleted /);
-    // What the workspace holds, as the server measured it: at most a minute old, so a gateway
-    // that started with an empty workspace shows the notebooks saved since within a minute or so
-    // (the status is asked for every 10 s).
-    await expect(section.locator('.jp-store-Usage')).toHaveText(
+    // What the workspace holds, as the server measured it: measured again once the archive
+    // wrote the delete, which the section asks for as soon as it lists the deleted notebook.
+    const usage = section.locator('.jp-store-Usage');
+    await expect(usage).toHaveText(
       /^Workspace: [1-9][\d,]* versions? of [1-9][\d,]* notebooks?, [\d.]+ (B|KB|MB)$/,
-      { timeout: 100_000 }
+      { timeout: 10_000 }
     );
     await screenshot(section, 'recently-deleted');
+    const versionsShown = async () =>
+      Number(/^Workspace: ([\d,]+)/.exec((await usage.textContent()) ?? '')?.[1].replace(/,/g, ''));
+    const versionsBefore = await versionsShown();
 
     await entry.getByRole('button', { name: 'Restore' }).click();
     // Restored in place, opened, and back in the file browser with the same content.
@@ -71,6 +74,8 @@ test.describe('Recently deleted', () => {
     const original = JSON.parse(await readObject(`workspace/${path}`, lastVersion));
     expect(cellSources(restored.content)).toEqual(cellSources(original));
     expect(cellSources(restored.content)).toEqual(['result = 6 * 7', 'print(result)']);
+    // The restore is archived as a new version, which the usage counts as soon as it is.
+    await expect.poll(versionsShown, { timeout: 10_000 }).toBeGreaterThan(versionsBefore);
     expect(consoleErrors(console)).toEqual([]);
   });
 });

@@ -404,6 +404,15 @@ namespace Private {
           'client cannot use: run it with a TCP port, or put jupyter-store in front of it'
       );
     }
-    return { url: found.url, token: found.token, root_dir: found.root_dir };
+    return { url: found.url, token: hubToken(found.token, options.env), root_dir: found.root_dir };
+  }
+
+  /**
+   * On JupyterHub the runtime record of a single-user server carries no token (writing it would
+   * put it in the hub's log), but kernels and terminals get `$JUPYTERHUB_API_TOKEN`, which the
+   * gateway accepts: it asks the single-user server whose token it is.
+   */
+  function hubToken(recordToken: string, env: NodeJS.ProcessEnv = process.env): string {
+    return recordToken || env.JUPYTERHUB_API_TOKEN || '';
   }
 }

@@ -1,11 +1,14 @@
 /**
  * Small fakes for the client's unit specs: a fetch that answers from a table of routes and
- * records what it was sent, a process table, and runtime records.
+ * records what it was sent, a store command run against it, a process table, and runtime
+ * records.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { runStoreCommand, type IStoreCommandIO } from '../src/commands/storeCommands';
 import type { IProcessInfo, IProcessTable } from '../src/processTree';
+import type { StoreClient } from '../src/storeClient';
 
 /** One request the fake fetch received. */
 export interface ISentRequest {
@@ -26,9 +29,7 @@ export interface IFakeAnswer {
  * A fetch answering `METHOD path` (the path below the origin, query included) from `routes`;
  * anything else is a 404 with Jupyter's error body.
  */
-export function fakeFetch(
-  routes: Record<string, IFakeAnswer | ((request: ISentRequest) => IFakeAnswer)>
-): { fetch: typeof fetch; sent: ISentRequest[] } {
+export function fakeFetch(routes: FakeRoutes): { fetch: typeof fetch; sent: ISentRequest[] } {
   const sent: ISentRequest[] = [];
   const fake = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = new URL(String(input));
@@ -57,6 +58,48 @@ export function fakeFetch(
     });
   };
   return { fetch: fake as typeof fetch, sent };
+}
+
+/** The answers of a fake server, by `METHOD path`: fixed, or computed from the request. */
+export type FakeRoutes = Record<string, IFakeAnswer | ((request: ISentRequest) => IFakeAnswer)>;
+
+/** The server the commands of {@link runAgainstFake} are given. */
+export const FAKE_SERVER = {
+  url: 'http://127.0.0.1:8888/',
+  token: 'secret',
+  root_dir: '/srv/root'
+};
+
+/** What a store command printed, its exit status, and the requests it sent. */
+export interface ICommandRun {
+  status: number;
+  stdout: string;
+  stderr: string;
+  sent: ISentRequest[];
+}
+
+/**
+ * Run `jupyter store <name> <argv>` against a fake server answering `routes`, outside any
+ * kernel, from `options.cwd` (default the server's root).
+ */
+export async function runAgainstFake(
+  name: string,
+  argv: string[],
+  routes: FakeRoutes = {},
+  options: { cwd?: string; client?: StoreClient.IOptions } = {}
+): Promise<ICommandRun> {
+  const { fetch, sent } = fakeFetch(routes);
+  let stdout = '';
+  let stderr = '';
+  const io: IStoreCommandIO = {
+    stdout: text => (stdout += text),
+    stderr: text => (stderr += text),
+    env: {},
+    cwd: options.cwd ?? FAKE_SERVER.root_dir,
+    client: { server: FAKE_SERVER, fetch, processTable: fakeProcessTable([]), ...options.client }
+  };
+  const status = await runStoreCommand(name, argv, io);
+  return { status, stdout, stderr, sent };
 }
 
 /** A process table from a list of processes. */

@@ -1,26 +1,8 @@
-import { runStoreCommand, type IStoreCommandIO } from '../src/commands/storeCommands';
-import { fakeFetch, fakeProcessTable, type IFakeAnswer, type ISentRequest } from './fakes';
-
-const SERVER = { url: 'http://127.0.0.1:8888/', token: 'secret', root_dir: '/srv/root' };
+import { runAgainstFake, type FakeRoutes } from './fakes';
 
 /** Run `jupyter store retention …` against a fake server. */
-async function retention(
-  argv: string[],
-  routes: Record<string, IFakeAnswer | ((request: ISentRequest) => IFakeAnswer)> = {}
-): Promise<{ status: number; stdout: string; stderr: string; sent: ISentRequest[] }> {
-  const { fetch, sent } = fakeFetch(routes);
-  let stdout = '';
-  let stderr = '';
-  const io: IStoreCommandIO = {
-    stdout: text => (stdout += text),
-    stderr: text => (stderr += text),
-    env: {},
-    cwd: '/srv/root',
-    client: { server: SERVER, fetch, processTable: fakeProcessTable([]) }
-  };
-  const status = await runStoreCommand('retention', argv, io);
-  return { status, stdout, stderr, sent };
-}
+const retention = (argv: string[], routes: FakeRoutes = {}) =>
+  runAgainstFake('retention', argv, routes);
 
 const NONE = {
   prefix: 'workspace/',

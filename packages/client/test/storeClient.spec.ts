@@ -125,6 +125,47 @@ describe('StoreClient', () => {
       expect((await client.server()).token).toBe('gateway-token');
     });
 
+    test('a record without a token (JupyterHub) authenticates with $JUPYTERHUB_API_TOKEN', async () => {
+      writeRecord(runtimeDir, gatewayRecord({ pid: process.pid, token: '' }));
+      const { fetch, sent } = fakeFetch({
+        'GET /api/store': { status: 200, body: storeInfo(null) }
+      });
+      const client = new StoreClient({
+        runtimeDir,
+        env: { JUPYTERHUB_API_TOKEN: 'hub-token' },
+        processTable: fakeProcessTable([]),
+        fetch
+      });
+      expect((await client.server()).token).toBe('hub-token');
+      await client.info();
+      expect(sent[0].headers.authorization).toBe('token hub-token');
+    });
+
+    test('a record’s own token wins over $JUPYTERHUB_API_TOKEN', async () => {
+      writeRecord(runtimeDir, gatewayRecord({ pid: process.pid }));
+      const client = new StoreClient({
+        runtimeDir,
+        env: { JUPYTERHUB_API_TOKEN: 'hub-token' },
+        processTable: fakeProcessTable([])
+      });
+      expect((await client.server()).token).toBe('gateway-token');
+    });
+
+    test('a record without a token and no $JUPYTERHUB_API_TOKEN sends none', async () => {
+      writeRecord(runtimeDir, gatewayRecord({ pid: process.pid, token: '' }));
+      const { fetch, sent } = fakeFetch({
+        'GET /api/store': { status: 200, body: storeInfo(null) }
+      });
+      const client = new StoreClient({
+        runtimeDir,
+        env: {},
+        processTable: fakeProcessTable([]),
+        fetch
+      });
+      await client.info();
+      expect(sent[0].headers.authorization).toBeUndefined();
+    });
+
     test('a server on a unix socket only is refused with a reason', async () => {
       writeRecord(
         runtimeDir,

@@ -1,45 +1,60 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  isStoreCommand,
-  parseObjectUri,
-  runStoreCommand,
-  toServerPath,
-  type IStoreCommandIO
-} from '../src/commands/storeCommands';
+import { isStoreCommand, parseObjectUri, toServerPath } from '../src/commands/storeCommands';
 import { UsageError } from '../src/commands/commandLine';
 import type { StoreClient } from '../src/storeClient';
 import {
-  fakeFetch,
-  fakeProcessTable,
   gatewayRecord,
   jupyterRecord,
+  runAgainstFake,
   temporaryDir,
   writeRecord,
+  type FakeRoutes,
   type IFakeAnswer
 } from './fakes';
 
-const SERVER = { url: 'http://127.0.0.1:8888/', token: 'secret', root_dir: '/srv/root' };
-
-/** Run a command with a fake server; return its exit status and output. */
-async function run(
+/** Run a command against a fake server, from the directory `sub` of its root. */
+const run = (
   name: string,
   argv: string[],
-  routes: Record<string, IFakeAnswer> = {},
+  routes: FakeRoutes = {},
   client: StoreClient.IOptions = {}
-): Promise<{ status: number; stdout: string; stderr: string; sent: unknown[] }> {
-  const { fetch, sent } = fakeFetch(routes);
-  let stdout = '';
-  let stderr = '';
-  const io: IStoreCommandIO = {
-    stdout: text => (stdout += text),
-    stderr: text => (stderr += text),
-    env: {},
-    cwd: '/srv/root/sub',
-    client: { server: SERVER, fetch, processTable: fakeProcessTable([]), ...client }
+) => runAgainstFake(name, argv, routes, { cwd: '/srv/root/sub', client });
+
+/** Two archived versions of a notebook, the newer one its latest. */
+const V2 = {
+  object_version_id: 'v2',
+  last_modified: '2024-05-02T00:00:00.000Z',
+  size: 9,
+  is_latest: true
+};
+const V1 = {
+  object_version_id: 'v1',
+  last_modified: '2024-05-01T00:00:00.000Z',
+  size: 8,
+  is_latest: false
+};
+
+/**
+ * `GET api/store/versions/<path>` in bucket `b`: these archived versions and no published one;
+ * `deleted` for a first page, `next` when a page follows.
+ */
+function versionsAnswer(
+  path: string,
+  versions: Record<string, unknown>[],
+  page: { deleted?: null; next?: string } = {}
+): IFakeAnswer {
+  const { next, ...first } = page;
+  return {
+    status: 200,
+    body: {
+      path,
+      object_bucket: 'b',
+      workspace: { object_key: `workspace/${path}`, versions, ...first },
+      published: { object_key: `published/${path}`, versions: [] },
+      ...(next === undefined ? {} : { next })
+    }
   };
-  const status = await runStoreCommand(name, argv, io);
-  return { status, stdout, stderr, sent };
 }
 
 const CLONED = {
@@ -254,31 +269,7 @@ describe('#runStoreCommand()', () => {
 
   test('versions prints both listings, newest first', async () => {
     const result = await run('versions', ['a.ipynb'], {
-      'GET /api/store/versions/a.ipynb': {
-        status: 200,
-        body: {
-          path: 'a.ipynb',
-          object_bucket: 'b',
-          workspace: {
-            object_key: 'workspace/a.ipynb',
-            versions: [
-              {
-                object_version_id: 'v2',
-                last_modified: '2024-05-02T00:00:00.000Z',
-                size: 9,
-                is_latest: true
-              },
-              {
-                object_version_id: 'v1',
-                last_modified: '2024-05-01T00:00:00.000Z',
-                size: 8,
-                is_latest: false
-              }
-            ]
-          },
-          published: { object_key: 'published/a.ipynb', versions: [] }
-        }
-      }
+      'GET /api/store/versions/a.ipynb': versionsAnswer('a.ipynb', [V2, V1])
     });
     expect(result.stdout).toBe(
       [
@@ -424,32 +415,16 @@ describe('#runStoreCommand()', () => {
   });
 
   test('versions prints the name and note of a named version', async () => {
+    const label = {
+      name: 'draft “1”',
+      note: 'line one\nline two',
+      named_at: '2024-05-03T00:00:00.000Z',
+      object_key: 'named/workspace/a.ipynb/v1'
+    };
     const result = await run('versions', ['a.ipynb'], {
-      'GET /api/store/versions/a.ipynb': {
-        status: 200,
-        body: {
-          path: 'a.ipynb',
-          object_bucket: 'b',
-          workspace: {
-            object_key: 'workspace/a.ipynb',
-            versions: [
-              {
-                object_version_id: 'v1',
-                last_modified: '2024-05-01T00:00:00.000Z',
-                size: 8,
-                is_latest: true,
-                label: {
-                  name: 'draft “1”',
-                  note: 'line one\nline two',
-                  named_at: '2024-05-03T00:00:00.000Z',
-                  object_key: 'named/workspace/a.ipynb/v1'
-                }
-              }
-            ]
-          },
-          published: { object_key: 'published/a.ipynb', versions: [] }
-        }
-      }
+      'GET /api/store/versions/a.ipynb': versionsAnswer('a.ipynb', [
+        { ...V1, is_latest: true, label }
+      ])
     });
     expect(result.stdout).toBe(
       [
@@ -466,27 +441,10 @@ describe('#runStoreCommand()', () => {
 
   test('versions --limit lists one page and prints the command for the next', async () => {
     const result = await run('versions', ['my nb.ipynb', '--limit', '1'], {
-      'GET /api/store/versions/my%20nb.ipynb?limit=1': {
-        status: 200,
-        body: {
-          path: 'my nb.ipynb',
-          object_bucket: 'b',
-          workspace: {
-            object_key: 'workspace/my nb.ipynb',
-            versions: [
-              {
-                object_version_id: 'v2',
-                last_modified: '2024-05-02T00:00:00.000Z',
-                size: 9,
-                is_latest: true
-              }
-            ],
-            deleted: null
-          },
-          published: { object_key: 'published/my nb.ipynb', versions: [] },
-          next: 'abc.def'
-        }
-      }
+      'GET /api/store/versions/my%20nb.ipynb?limit=1': versionsAnswer('my nb.ipynb', [V2], {
+        deleted: null,
+        next: 'abc.def'
+      })
     });
     expect(result.status).toBe(0);
     expect(result.stdout).toBe(

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ContentsModelSchema, type ContentsModel } from './contents';
+import { optionalString, requestDescription, requiredString } from './fields';
 
 /**
  * The clone endpoints of the store API: `POST {base}api/store/clone` (from object storage) and
@@ -8,25 +9,6 @@ import { ContentsModelSchema, type ContentsModel } from './contents';
  * Request fields are strings; a JSON `null` in an optional field means the field is absent, an
  * empty string is refused. Unknown fields are ignored, as the original ignored them.
  */
-
-/** A required string field: missing, not a string, or empty each get their own message. */
-export function requiredString(max: number) {
-  return z
-    .string({
-      error: issue => (issue.input === undefined ? 'is required' : 'must be a string')
-    })
-    .min(1, { error: 'must not be empty' })
-    .max(max, { error: `must be at most ${max} characters long` });
-}
-
-/** An optional string field: absent or null mean "not given"; an empty string is refused. */
-export function optionalString(max: number) {
-  return z
-    .string({ error: 'must be a string (or null, or left out)' })
-    .min(1, { error: 'must not be empty (leave it out instead)' })
-    .max(max, { error: `must be at most ${max} characters long` })
-    .nullish();
-}
 
 /** `POST {base}api/store/clone`: copy an object (optionally one version of it) into the contents. */
 export const ObjectCloneRequestSchema = z
@@ -51,11 +33,7 @@ export const ObjectCloneRequestSchema = z
         "Left out or null: the key's last segment, in the root."
     })
   })
-  .meta({
-    description:
-      'What to clone from object storage, and where to. A JSON `null` in an optional field ' +
-      'means the field is left out; an empty string is refused. Unknown fields are ignored.'
-  });
+  .meta({ description: requestDescription('What to clone from object storage, and where to.') });
 
 /** `POST {base}api/store/fs-clone`: copy a file below `fs_cloning_basedir` into the contents. */
 export const FsCloneRequestSchema = z
@@ -72,10 +50,7 @@ export const FsCloneRequestSchema = z
     })
   })
   .meta({
-    description:
-      'What to clone from below `fs_cloning_basedir`, and where to. A JSON `null` in an ' +
-      'optional field means the field is left out; an empty string is refused. Unknown fields ' +
-      'are ignored.'
+    description: requestDescription('What to clone from below `fs_cloning_basedir`, and where to.')
   });
 
 /** What the object-storage clone adds to the contents model of the created item. */

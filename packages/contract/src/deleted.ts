@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { optionalString, requiredString } from './clone';
+import { count, dateTime, optionalString, requestDescription, requiredString } from './fields';
 import { ContentsModelSchema, type ContentsModel } from './contents';
 
 /**
@@ -7,9 +7,6 @@ import { ContentsModelSchema, type ContentsModel } from './contents';
  * notebooks whose newest archive entry is a delete marker, `POST {base}api/store/restore` writes
  * one of their versions back. And the workspace's usage that feature detection reports.
  */
-
-/** An ISO 8601 time in UTC. */
-const dateTime = (description: string) => z.string().meta({ format: 'date-time', description });
 
 /** Deleted notebooks on one answer of `GET api/store/deleted` when `limit` is not given. */
 export const DEFAULT_DELETED_LIMIT = 100;
@@ -24,7 +21,7 @@ export const LastVersionSchema = z
       .string()
       .meta({ description: 'The version id, as `POST api/store/restore` takes it.' }),
     last_modified: dateTime('When the version was written (ISO 8601, UTC).'),
-    size: z.number().int().nonnegative().meta({ description: 'Its size in bytes.' })
+    size: count('Its size in bytes.')
   })
   .meta({ description: 'The newest version written before the delete.' });
 
@@ -46,15 +43,10 @@ export const DeletedListingSchema = z
     deleted: z.array(DeletedNotebookSchema).meta({
       description: 'The deleted notebooks, newest deletion first, at most `limit` of them.'
     }),
-    left_out: z
-      .number()
-      .int()
-      .nonnegative()
-      .meta({
-        description:
-          'How many more deleted notebooks there are, older deletions than those listed; 0 when ' +
-          'all are listed.'
-      })
+    left_out: count(
+      'How many more deleted notebooks there are, older deletions than those listed; 0 when ' +
+        'all are listed.'
+    )
   })
   .meta({
     description:
@@ -74,11 +66,7 @@ export const RestoreRequestSchema = z
         'the newest delete marker (or the newest version, when the path is not deleted).'
     })
   })
-  .meta({
-    description:
-      'What to restore. A JSON `null` in an optional field means the field is left out; an ' +
-      'empty string is refused. Unknown fields are ignored.'
-  });
+  .meta({ description: requestDescription('What to restore.') });
 
 /** What a restore adds to the contents model of what it wrote. */
 export const RestoreSourceSchema = z
@@ -104,25 +92,15 @@ export const RestoreResponseSchema: z.ZodType<RestoreResponse> = ContentsModelSc
 });
 
 /**
- * `usage` in `GET {base}api/store`: what the workspace prefix holds, measured in the background
- * and cached.
+ * `usage` in `GET {base}api/store`: what the workspace prefix holds, cached, and measured again
+ * after the archive writes or once it is a minute old.
  */
 export const WorkspaceUsageSchema = z
   .object({
-    objects: z.number().int().nonnegative().meta({
-      description: 'Keys whose newest entry is a version (notebooks that exist in the archive).'
-    }),
-    versions: z
-      .number()
-      .int()
-      .nonnegative()
-      .meta({ description: 'Every version kept, of every key (delete markers not counted).' }),
-    bytes: z.number().int().nonnegative().meta({ description: 'The bytes of every version kept.' }),
-    current_bytes: z
-      .number()
-      .int()
-      .nonnegative()
-      .meta({ description: 'The bytes of the newest versions of the `objects`.' }),
+    objects: count('Keys whose newest entry is a version (notebooks that exist in the archive).'),
+    versions: count('Every version kept, of every key (delete markers not counted).'),
+    bytes: count('The bytes of every version kept.'),
+    current_bytes: count('The bytes of the newest versions of the `objects`.'),
     measured_at: dateTime('When the workspace was listed for these figures (ISO 8601, UTC).')
   })
   .meta({ description: 'What the workspace prefix of the bucket holds.' });

@@ -1,5 +1,6 @@
 export * from './contents';
 export * from './errors';
+export * from './fields';
 export * from './store';
 export * from './publish';
 export * from './clone';

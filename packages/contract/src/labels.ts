@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_VERSION_ID_CHARS } from './diff';
+import { dateTime } from './fields';
 
 /**
  * Named versions: a name (and a note) given to one archived version of a notebook. The server
@@ -58,9 +59,7 @@ export const VersionLabelSchema = z
   .object({
     name: z.string().meta({ description: 'The name given to the version.' }),
     note: z.string().nullable().meta({ description: 'The note given with it; null for none.' }),
-    named_at: z
-      .string()
-      .meta({ format: 'date-time', description: 'When it was named (ISO 8601, UTC).' }),
+    named_at: dateTime('When it was named (ISO 8601, UTC).'),
     object_key: z.string().meta({
       description:
         "The key of the named copy of the version's bytes: `<named_prefix>/<the version's key>/" +

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { count } from './fields';
 
 /** The most noncurrent versions of each notebook a retention rule may keep (S3's limit). */
 export const MAX_RETENTION_KEEP_NEWEST = 100;
@@ -54,15 +55,10 @@ export const RetentionSchema = z
       description:
         'The ID of the bucket lifecycle rule that holds it (`jupyter-store-retention:<prefix>`).'
     }),
-    other_rules: z
-      .number()
-      .int()
-      .nonnegative()
-      .meta({
-        description:
-          "Rules of the bucket's lifecycle configuration that are not this one (other prefixes, " +
-          'other tools); they are kept as they are when this one changes.'
-      })
+    other_rules: count(
+      "Rules of the bucket's lifecycle configuration that are not this one (other prefixes, " +
+        'other tools); they are kept as they are when this one changes.'
+    )
   })
   .meta({ description: "The workspace's retention rule and the bucket's other lifecycle rules." });
 

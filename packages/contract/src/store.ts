@@ -1,11 +1,7 @@
 import { z } from 'zod';
 import { WorkspaceUsageSchema } from './deleted';
+import { dateTime } from './fields';
 import { VersionLabelSchema } from './labels';
-
-/** An ISO 8601 time in UTC, as the gateway writes times. */
-function dateTime(description: string) {
-  return z.string().meta({ format: 'date-time', description });
-}
 
 /** The five features of feature detection, by the specification's names. */
 export const StoreFeaturesSchema = z
@@ -247,9 +243,10 @@ export const StoreInfoSchema = z
       .optional()
       .meta({
         description:
-          'What the workspace prefix holds, measured at most once a minute in the background ' +
-          '(a listing of every version below it); null while archiving is off or until the ' +
-          'first measurement is done. Absent from older servers.'
+          'What the workspace prefix holds (a listing of every version below it), measured ' +
+          'again after the archive writes (at most once every 5 s) or once a minute old; null ' +
+          'while archiving is off or until the first measurement is done. Absent from older ' +
+          'servers.'
       })
   })
   .meta({

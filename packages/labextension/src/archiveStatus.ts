@@ -14,7 +14,8 @@ const FAST_POLL_FOR_MS = 20_000;
 
 /**
  * The store's feature detection answer, kept fresh: asked for every `intervalMs`, and every
- * half second after a save until nothing is pending.
+ * half second after a save (or a delete) until nothing is pending and the workspace usage was
+ * measured after the last archive write (the server measures again soon after one).
  */
 export class ArchiveStatusModel {
   /**
@@ -65,12 +66,17 @@ export class ArchiveStatusModel {
     if (this._disposed) return;
     this._changed.emit();
     const pending = this._info.archive?.pending ?? 0;
-    const fast = this._fastUntil > Date.now() && (pending > 0 || this._error !== null);
+    const fast =
+      this._fastUntil > Date.now() &&
+      (pending > 0 || this._error !== null || usageBehind(this._info));
     if (!fast) this._fastUntil = 0;
     this._schedule(fast ? FAST_POLL_MS : this._intervalMs);
   }
 
-  /** A save happened: follow its archiving closely until nothing is pending. */
+  /**
+   * A save (or a delete) happened: follow its archiving closely until nothing is pending and
+   * the usage counts it.
+   */
   watchSave(): void {
     this._fastUntil = Date.now() + FAST_POLL_FOR_MS;
     this._schedule(FAST_POLL_MS);
@@ -214,6 +220,12 @@ export function usageText(info: StoreInfo, trans: TranslationBundle): string | n
     ),
     formatBytes(usage.bytes, trans)
   );
+}
+
+/** Whether the usage was measured before the archive's last write, which it may not count. */
+function usageBehind(info: StoreInfo): boolean {
+  const archived = info.archive?.last_archived_at;
+  return !!info.usage && !!archived && Date.parse(archived) > Date.parse(info.usage.measured_at);
 }
 
 /** "every 60 seconds": how often the reconciliation scan runs. */

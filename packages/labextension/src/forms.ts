@@ -17,6 +17,31 @@ export namespace Dom {
   }
 
   /**
+   * A text button: its visible label stays its accessible name, `title` says more in a tooltip,
+   * and `data-action` names what it does (for tests). When `onClick` returns a promise the
+   * button is disabled until it settles, so that a second click does not run it twice.
+   */
+  export function button(
+    className: string,
+    label: string,
+    options: { action: string; title: string; onClick: () => void | Promise<unknown> }
+  ): HTMLButtonElement {
+    const node = element('button', className, label);
+    node.type = 'button';
+    node.dataset.action = options.action;
+    node.title = options.title;
+    node.addEventListener('click', () => {
+      const running = options.onClick();
+      if (!running) return;
+      node.disabled = true;
+      void running.finally(() => {
+        node.disabled = false;
+      });
+    });
+    return node;
+  }
+
+  /**
    * A minimal button with JupyterLab's refresh icon: `title` is its tooltip, `label` what it
    * refreshes for screen readers ("Refresh the versions").
    */

@@ -121,7 +121,11 @@ export class RecentlyDeleted {
       const listed = (this._entries ?? []).some(
         entry => entry.path === path || entry.path.startsWith(`${path}/`)
       );
-      if (listed) return;
+      if (listed) {
+        // The server measures the workspace again after the delete marker: show it soon.
+        this._status.watchSave();
+        return;
+      }
     }
   }
 
@@ -159,23 +163,18 @@ export class RecentlyDeleted {
         formatBytes(entry.last_version.size, trans)
       );
       item.appendChild(facts);
-      const restore = Dom.element(
-        'button',
+      const restore = Dom.button(
         'jp-Button jp-mod-styled jp-mod-accept jp-store-Version-button',
-        trans.__('Restore')
+        trans.__('Restore'),
+        {
+          action: 'restore-deleted',
+          title: trans.__(
+            'Write %1 back as it was last saved, and open it',
+            lastSegment(entry.path)
+          ),
+          onClick: () => this._restore(entry)
+        }
       );
-      restore.type = 'button';
-      restore.dataset.action = 'restore-deleted';
-      restore.title = trans.__(
-        'Write %1 back as it was last saved, and open it',
-        lastSegment(entry.path)
-      );
-      restore.addEventListener('click', () => {
-        restore.disabled = true;
-        void this._restore(entry).finally(() => {
-          restore.disabled = false;
-        });
-      });
       item.appendChild(restore);
       this._list.appendChild(item);
     }
@@ -185,6 +184,8 @@ export class RecentlyDeleted {
   private async _restore(entry: DeletedNotebook): Promise<void> {
     try {
       const restored = await this._client.restore(entry.path);
+      // A save: follow its archiving, and the usage measured after it.
+      this._status.watchSave();
       await this._open(restored.path);
       this._setMessage(
         restored.path === entry.path

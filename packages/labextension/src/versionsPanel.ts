@@ -56,27 +56,19 @@ export class VersionsPanel extends Widget {
       trans.__('Archived versions')
     );
     header.appendChild(this._heading);
-    const compareTwo = Dom.element(
-      'button',
-      'jp-Button jp-mod-styled jp-mod-reject jp-store-Version-button',
-      trans.__('Compare two…')
-    );
-    compareTwo.type = 'button';
-    compareTwo.dataset.action = 'compare-two';
-    compareTwo.title = trans.__('Pick two versions of the notebook and see what changed');
-    compareTwo.addEventListener('click', () => {
-      if (this._notebook) void options.pickAndCompare(this._notebook.context.path);
+    const compareTwo = Dom.button(Private.BUTTON_CLASS, trans.__('Compare two…'), {
+      action: 'compare-two',
+      title: trans.__('Pick two versions of the notebook and see what changed'),
+      onClick: () => {
+        if (this._notebook) void options.pickAndCompare(this._notebook.context.path);
+      }
     });
     this._compareTwo = compareTwo;
-    const saveVersion = Dom.element(
-      'button',
-      'jp-Button jp-mod-styled jp-mod-reject jp-store-Version-button',
-      trans.__('Save Version…')
-    );
-    saveVersion.type = 'button';
-    saveVersion.dataset.action = 'save-version';
-    saveVersion.title = trans.__('Save the notebook and give the version saved a name');
-    saveVersion.addEventListener('click', () => void options.saveVersion());
+    const saveVersion = Dom.button(Private.BUTTON_CLASS, trans.__('Save Version…'), {
+      action: 'save-version',
+      title: trans.__('Save the notebook and give the version saved a name'),
+      onClick: () => void options.saveVersion()
+    });
     this._saveVersion = saveVersion;
     header.appendChild(
       Dom.refreshButton(trans.__('Refresh'), trans.__('Refresh the versions'), () => {
@@ -293,16 +285,16 @@ export class VersionsPanel extends Widget {
       )
     );
     if (typeof listing.next === 'string') {
-      const more = Dom.element(
-        'button',
+      const more = Dom.button(
         'jp-Button jp-mod-styled jp-mod-reject jp-store-VersionsPanel-more',
-        this._loadingMore ? trans.__('Loading…') : trans.__('Show more versions')
+        this._loadingMore ? trans.__('Loading…') : trans.__('Show more versions'),
+        {
+          action: 'more',
+          title: trans.__('List the next older versions'),
+          onClick: () => void this.showMore()
+        }
       );
-      more.type = 'button';
-      more.dataset.action = 'more';
-      more.title = trans.__('List the next older versions');
       more.disabled = this._loadingMore;
-      more.addEventListener('click', () => void this.showMore());
       this._body.appendChild(more);
     }
   }
@@ -394,22 +386,7 @@ export class VersionsPanel extends Widget {
     run: () => Promise<void>
   ): HTMLButtonElement {
     const [label, description] = text[action];
-    const button = Dom.element(
-      'button',
-      'jp-Button jp-mod-styled jp-mod-reject jp-store-Version-button',
-      label
-    );
-    button.type = 'button';
-    button.dataset.action = action;
-    // The visible label stays the accessible name; the tooltip says more.
-    button.title = description;
-    button.addEventListener('click', () => {
-      button.disabled = true;
-      void run().finally(() => {
-        button.disabled = false;
-      });
-    });
-    return button;
+    return Dom.button(Private.BUTTON_CLASS, label, { action, title: description, onClick: run });
   }
 
   private _previewOf(kind: 'workspace' | 'published', version: ObjectVersion): IPreview {
@@ -602,6 +579,9 @@ export class VersionsPanel extends Widget {
 }
 
 namespace Private {
+  /** The classes of the panel's text buttons. */
+  export const BUTTON_CLASS = 'jp-Button jp-mod-styled jp-mod-reject jp-store-Version-button';
+
   /** What a version's buttons do; also each button's `data-action`. */
   export type VersionAction =
     'open' | 'restore' | 'preview' | 'name' | 'compare-current' | 'compare-previous';

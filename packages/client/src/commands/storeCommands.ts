@@ -199,6 +199,21 @@ interface ICommand {
   run(invocation: IInvocation): Promise<IOutput>;
 }
 
+/** What a command's own module says about it: its help, arguments and options. */
+interface ICommandHelp {
+  readonly summary: string;
+  readonly usage: string;
+  readonly description: string;
+  readonly args: ReadonlyArray<readonly [string, string]>;
+  readonly options?: () => Option[];
+}
+
+/** A command that talks to a server, described by its own module and run by `run`. */
+function serverCommand(help: ICommandHelp, run: ICommand['run']): ICommand {
+  const { summary, usage, description, args, options } = help;
+  return { summary, usage, description, arguments: args, options, server: true, run };
+}
+
 const PATHS_NOTE = `Paths are below the server's root, as JupyterLab shows them; a path starting with
 /, ./ or ../ is a file path, taken from the current directory (in a notebook, the
 notebook's directory).`;
@@ -315,59 +330,27 @@ const COMMANDS: Record<StoreCommandName, ICommand> = {
       };
     }
   },
-  'save-version': {
-    summary: SaveVersion.summary,
-    usage: SaveVersion.usage,
-    description: SaveVersion.description,
-    arguments: SaveVersion.args,
-    options: SaveVersion.options,
-    server: true,
-    async run({ options, positionals, io }) {
-      const client = createClient(options, io);
-      const path = (await serverPathArgument(client, positionals[0], io)) ?? positionals[0];
-      const { note, version } = options;
-      return SaveVersion.run(client, { path, name: positionals[1], note, version });
-    }
-  },
-  retention: {
-    summary: RetentionCommand.summary,
-    usage: RetentionCommand.usage,
-    description: RetentionCommand.description,
-    arguments: RetentionCommand.args,
-    options: RetentionCommand.options,
-    server: true,
-    async run({ options, positionals, io }) {
-      const request = { action: positionals[0], ...options };
-      RetentionCommand.change(request);
-      return RetentionCommand.run(createClient(options, io), request);
-    }
-  },
-  deleted: {
-    summary: DeletedCommand.summary,
-    usage: DeletedCommand.usage,
-    description: DeletedCommand.description,
-    arguments: DeletedCommand.args,
-    options: DeletedCommand.options,
-    server: true,
-    async run({ options, positionals, io }) {
-      const client = createClient(options, io);
-      const prefix = await serverPathArgument(client, positionals[0], io);
-      return DeletedCommand.run(client, { prefix, limit: options.limit });
-    }
-  },
-  restore: {
-    summary: RestoreCommand.summary,
-    usage: RestoreCommand.usage,
-    description: RestoreCommand.description,
-    arguments: RestoreCommand.args,
-    options: RestoreCommand.options,
-    server: true,
-    async run({ options, positionals, io }) {
-      const client = createClient(options, io);
-      const path = (await serverPathArgument(client, positionals[0], io)) ?? positionals[0];
-      return RestoreCommand.run(client, { path, version: options.version });
-    }
-  },
+  'save-version': serverCommand(SaveVersion, async ({ options, positionals, io }) => {
+    const client = createClient(options, io);
+    const path = (await serverPathArgument(client, positionals[0], io)) ?? positionals[0];
+    const { note, version } = options;
+    return SaveVersion.run(client, { path, name: positionals[1], note, version });
+  }),
+  retention: serverCommand(RetentionCommand, async ({ options, positionals, io }) => {
+    const request = { action: positionals[0], ...options };
+    RetentionCommand.change(request);
+    return RetentionCommand.run(createClient(options, io), request);
+  }),
+  deleted: serverCommand(DeletedCommand, async ({ options, positionals, io }) => {
+    const client = createClient(options, io);
+    const prefix = await serverPathArgument(client, positionals[0], io);
+    return DeletedCommand.run(client, { prefix, limit: options.limit });
+  }),
+  restore: serverCommand(RestoreCommand, async ({ options, positionals, io }) => {
+    const client = createClient(options, io);
+    const path = (await serverPathArgument(client, positionals[0], io)) ?? positionals[0];
+    return RestoreCommand.run(client, { path, version: options.version });
+  }),
   servers: {
     summary: 'list the running Jupyter servers',
     usage: '[options]',

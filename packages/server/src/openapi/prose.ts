@@ -24,6 +24,15 @@ export interface IOperationProse {
   readonly errors: Readonly<Record<number, ResponseProse>>;
 }
 
+/**
+ * The failures of every route that uses object storage: the store out of reach (502), or it or
+ * Jupyter unavailable (503).
+ */
+const STORE_FAILURES = {
+  502: { shared: 'StoreUnreachable' },
+  503: { shared: 'StoreOrUpstreamUnavailable' }
+} as const satisfies Record<number, ResponseProse>;
+
 export const INFO_DESCRIPTION = `The store API of jupyter-store, the Node gateway in front of Jupyter Server that archives every
 notebook save as a new version in a versioned S3 bucket.
 
@@ -126,8 +135,7 @@ they are due; the embedded store applies it to a notebook each time it archives 
     501:
       'The object store does not implement bucket lifecycle configuration (reason ' +
       '`NotImplemented`; versitygw answers so).',
-    502: { shared: 'StoreUnreachable' },
-    503: { shared: 'StoreOrUpstreamUnavailable' }
+    ...STORE_FAILURES
   }
 } as const;
 
@@ -200,8 +208,7 @@ restoring it (\`limit\` and \`next\` are then ignored).
         'The version asked for is over 100 MiB (reason `too large`), whatever its announced ' +
         'size: the read stops as soon as more has arrived.',
       422: 'The version asked for is not an nbformat 4 notebook (reason `not a notebook`).',
-      502: { shared: 'StoreUnreachable' },
-      503: { shared: 'StoreOrUpstreamUnavailable' }
+      ...STORE_FAILURES
     }
   },
   publishNotebook: {
@@ -245,8 +252,7 @@ body (400), type (415), content (422).
         'notebook or fails the nbformat schema (`invalid notebook`; the message names the ' +
         'cell by position, id and type and says what is wrong where, then repeats nbformat’s ' +
         'message); or two cells share an id (`duplicate cell ids`).',
-      502: { shared: 'StoreUnreachable' },
-      503: { shared: 'StoreOrUpstreamUnavailable' }
+      ...STORE_FAILURES
     }
   },
   nameVersion: {
@@ -286,8 +292,7 @@ archived version leaves it. Naming a version that has a name replaces its name a
       415:
         'The body has a `Content-Encoding` the server cannot decode (`encoding.unsupported`; ' +
         '`gzip`, `deflate` and `br` are decoded).',
-      502: { shared: 'StoreUnreachable' },
-      503: { shared: 'StoreOrUpstreamUnavailable' }
+      ...STORE_FAILURES
     }
   },
   unnameVersion: {
@@ -309,8 +314,7 @@ touched.
       404:
         'The version has no name (reason `not named`), or a cookie-authenticated request from ' +
         'another origin (`cross-origin request blocked`).',
-      502: { shared: 'StoreUnreachable' },
-      503: { shared: 'StoreOrUpstreamUnavailable' }
+      ...STORE_FAILURES
     }
   },
   cloneFromObjectStorage: {
@@ -357,8 +361,7 @@ whatever size object storage announced: the read stops as soon as more has arriv
         '100 MiB (`too large`; refused by its announced size, or as soon as more than that ' +
         'has been read, and nothing is written).',
       415: { shared: 'UnsupportedEncoding' },
-      502: { shared: 'StoreUnreachable' },
-      503: { shared: 'StoreOrUpstreamUnavailable' },
+      ...STORE_FAILURES,
       507: { shared: 'NoSpace' }
     }
   },
@@ -438,8 +441,7 @@ parameter counts by its last value.
       404: { shared: 'DiffNotFound' },
       413: 'A notebook read is over 100 MiB (reason `too large`).',
       422: { shared: 'NotANotebook' },
-      502: { shared: 'StoreUnreachable' },
-      503: { shared: 'StoreOrUpstreamUnavailable' }
+      ...STORE_FAILURES
     }
   },
   getRetention: {
@@ -502,8 +504,7 @@ one request per 1000 versions in the workspace, plus the HEADs above.
       404:
         'A cookie-authenticated request from another origin (reason `cross-origin request ' +
         "blocked`), or the bucket no longer exists (the store's code, e.g. `NoSuchBucket`).",
-      502: { shared: 'StoreUnreachable' },
-      503: { shared: 'StoreOrUpstreamUnavailable' }
+      ...STORE_FAILURES
     }
   },
   restoreNotebook: {
@@ -543,8 +544,7 @@ the answer is 409. \`api/store/restore/\` (with a trailing slash) answers the sa
         'The request body is over 64 KiB (reason `entity.too.large`), or the version is over ' +
         '100 MiB (`too large`).',
       415: { shared: 'UnsupportedEncoding' },
-      502: { shared: 'StoreUnreachable' },
-      503: { shared: 'StoreOrUpstreamUnavailable' },
+      ...STORE_FAILURES,
       507: { shared: 'NoSpace' }
     }
   },
@@ -575,8 +575,7 @@ from the server: only \`contents: read\` is needed, as for GET. The body is at m
         'ref is (`too large`).',
       415: { shared: 'UnsupportedEncoding' },
       422: { shared: 'NotANotebook' },
-      502: { shared: 'StoreUnreachable' },
-      503: { shared: 'StoreOrUpstreamUnavailable' }
+      ...STORE_FAILURES
     }
   }
 };

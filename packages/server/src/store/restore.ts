@@ -1,25 +1,19 @@
 import { RestoreRequestSchema, RestoreResponseSchema } from '@jupyter-store/contract';
-import type { ContentsManager } from '../contents/manager';
 import { parentPath } from '../contents/paths';
 import type { Route } from '../gateway/assemble';
-import type { Logger } from '../gateway/logger';
 import { httpErrors } from '../http/errorCatalogue';
 import { displayable, objectKey } from '../storage/keys';
-import { sendCloned } from './clone';
+import { sendCloned, type ICloneOptions } from './clone';
 import { saveClone } from './cloneTarget';
 import { readObject, type StoreAccess } from './objects';
 import { checkStorePath } from './paths';
 import { readJsonObject, validate } from './requests';
 
-/** What the restore route needs. */
-export interface IRestoreOptions {
-  readonly archiving: StoreAccess;
-  /** Where the restored notebook is written, as any save. */
-  readonly manager: ContentsManager;
-  /** Largest version read, in bytes; larger is 413. */
-  readonly maxBytes: number;
-  readonly log?: Logger;
-}
+/**
+ * What the restore route needs: what a clone needs, since a restore is written as a clone is
+ * (`maxBytes` is the largest version read).
+ */
+export type IRestoreOptions = ICloneOptions;
 
 /**
  * `POST api/store/restore`: write an archived version of `path` (by default its newest, which

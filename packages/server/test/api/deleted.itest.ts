@@ -6,7 +6,7 @@
  */
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { GetObjectCommand, ListObjectVersionsCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand, type DeleteMarkerEntry, type ObjectVersion } from '@aws-sdk/client-s3';
 import {
   DeletedListingSchema,
   RestoreResponseSchema,
@@ -14,6 +14,7 @@ import {
   type DeletedListing
 } from '@jupyter-store/contract';
 import { useArchivingLab } from '../support/archivingLab';
+import { listAllVersions } from '../support/lab';
 import {
   callGateway,
   makeDirectory,
@@ -42,40 +43,18 @@ describe('recently deleted notebooks (gateway + MinIO)', () => {
 
   /** Every version and delete marker below the workspace prefix, read with the SDK itself. */
   async function rawListing(): Promise<IRawEntry[]> {
-    const entries: IRawEntry[] = [];
-    let keyMarker: string | undefined;
-    let versionIdMarker: string | undefined;
-    for (;;) {
-      const page = await lab.s3.send(
-        new ListObjectVersionsCommand({
-          Bucket: BUCKET,
-          Prefix: `${PREFIX}/`,
-          KeyMarker: keyMarker,
-          VersionIdMarker: versionIdMarker
-        })
-      );
-      for (const version of page.Versions ?? []) {
-        entries.push({
-          key: version.Key!,
-          versionId: version.VersionId!,
-          size: version.Size ?? 0,
-          isLatest: version.IsLatest ?? false,
-          marker: false
-        });
-      }
-      for (const marker of page.DeleteMarkers ?? []) {
-        entries.push({
-          key: marker.Key!,
-          versionId: marker.VersionId!,
-          size: 0,
-          isLatest: marker.IsLatest ?? false,
-          marker: true
-        });
-      }
-      if (!page.IsTruncated) return entries;
-      keyMarker = page.NextKeyMarker;
-      versionIdMarker = page.NextVersionIdMarker;
-    }
+    const { versions, deleteMarkers } = await listAllVersions(lab.s3, BUCKET, `${PREFIX}/`);
+    const entry = (listed: ObjectVersion | DeleteMarkerEntry, size: number, marker: boolean) => ({
+      key: listed.Key!,
+      versionId: listed.VersionId!,
+      size,
+      isLatest: listed.IsLatest ?? false,
+      marker
+    });
+    return [
+      ...versions.map(version => entry(version, version.Size ?? 0, false)),
+      ...deleteMarkers.map(marker => entry(marker, 0, true))
+    ];
   }
 
   /** The raw entries of one notebook's key, newest first as S3 lists each kind. */
@@ -296,18 +275,20 @@ describe('recently deleted notebooks (gateway + MinIO)', () => {
     expect(marker.body).toMatchObject({ reason: 'delete marker' });
   });
 
-  it('reports the usage of the workspace as a raw listing counts it', async () => {
-    const settledAt = Date.now();
-    // The archive is idle now; the figure is at most a minute old, then measured again.
+  it('reports the usage of the workspace as a raw listing counts it, soon after a save', async () => {
+    // The figure follows the archive: measured again once the save is archived (at most once
+    // every 5 s), not a minute later.
+    await saveNotebook(lab.gateway, 'work/usage.ipynb', 'counted');
+    await archived('work/usage.ipynb', 1);
+    const raw = await rawListing();
+    const versions = raw.filter(entry => !entry.marker);
+    const current = versions.filter(entry => entry.isLatest);
     let usage: ReturnType<typeof StoreInfoSchema.parse>['usage'];
     await waitUntil(async () => {
       const answer = await callGateway(lab.gateway, 'GET', 'api/store');
       usage = StoreInfoSchema.parse(answer.body).usage;
-      return !!usage && Date.parse(usage.measured_at) > settledAt;
-    }, 90_000);
-    const raw = await rawListing();
-    const versions = raw.filter(entry => !entry.marker);
-    const current = versions.filter(entry => entry.isLatest);
+      return usage?.versions === versions.length;
+    }, 10_000);
     expect(usage).toEqual({
       objects: current.length,
       versions: versions.length,

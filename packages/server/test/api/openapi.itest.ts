@@ -1607,91 +1607,44 @@ describe('jupyter-store serve with features off', () => {
     });
   });
 
-  test('503 for versions, publish and clone when object storage is not usable', async () => {
-    expectError(
-      await call(noStore, 'GET', '/api/store/versions/{path}', {
-        path: 'api/store/versions/a.ipynb'
-      }),
-      503,
-      'store unavailable'
-    );
-    expectError(
-      await call(noStore, 'PUT', '/api/store/publish/{path}', {
-        path: 'api/store/publish/a.ipynb',
-        json: { type: 'notebook', content: notebook('a') }
-      }),
-      503,
-      'store unavailable'
-    );
-    expectError(
-      await call(noStore, 'POST', '/api/store/clone', {
-        path: 'api/store/clone',
-        json: { object_bucket: 'sources', object_key: 'a.ipynb' }
-      }),
-      503,
-      'store unavailable'
-    );
-    expectError(
-      await call(noStore, 'GET', '/api/store/diff/{path}', { path: 'api/store/diff/a.ipynb' }),
-      503,
-      'store unavailable'
-    );
-    expectError(
-      await call(noStore, 'POST', '/api/store/diff', {
-        path: 'api/store/diff',
-        json: { path: 'a.ipynb', base: 'v1', remote: notebook('a') }
-      }),
-      503,
-      'store unavailable'
-    );
-  });
+  /** A request to each route that needs object storage. */
+  const storeRoutes: Array<[string, string, IRequest]> = [
+    ['GET', '/api/store/versions/{path}', { path: 'api/store/versions/a.ipynb' }],
+    [
+      'PUT',
+      '/api/store/publish/{path}',
+      { path: 'api/store/publish/a.ipynb', json: { type: 'notebook', content: notebook('a') } }
+    ],
+    [
+      'POST',
+      '/api/store/clone',
+      { path: 'api/store/clone', json: { object_bucket: 'sources', object_key: 'a.ipynb' } }
+    ],
+    ['GET', '/api/store/diff/{path}', { path: 'api/store/diff/a.ipynb' }],
+    [
+      'POST',
+      '/api/store/diff',
+      { path: 'api/store/diff', json: { path: 'a.ipynb', base: 'v1', remote: notebook('a') } }
+    ],
+    ['GET', '/api/store/deleted', { path: 'api/store/deleted' }],
+    ['POST', '/api/store/restore', { path: 'api/store/restore', json: { path: 'a.ipynb' } }],
+    ['POST', '/api/store/named/{path}', { path: 'api/store/named/a.ipynb', json: { name: 'x' } }],
+    ['DELETE', '/api/store/named/{path}', { path: 'api/store/named/a.ipynb?object_version_id=v1' }],
+    ['GET', '/api/store/retention', { path: 'api/store/retention' }],
+    [
+      'PUT',
+      '/api/store/retention',
+      { path: 'api/store/retention', json: { keep_newest: 1, noncurrent_days: 1 } }
+    ],
+    ['DELETE', '/api/store/retention', { path: 'api/store/retention' }]
+  ];
 
-  test('503 for the deleted notebooks and restore when object storage is not usable', async () => {
-    expectError(
-      await call(noStore, 'GET', '/api/store/deleted', { path: 'api/store/deleted' }),
-      503,
-      'store unavailable'
-    );
-    expectError(
-      await call(noStore, 'POST', '/api/store/restore', {
-        path: 'api/store/restore',
-        json: { path: 'a.ipynb' }
-      }),
-      503,
-      'store unavailable'
-    );
-  });
-
-  test('503 for named versions when object storage is not usable', async () => {
-    expectError(
-      await call(noStore, 'POST', '/api/store/named/{path}', {
-        path: 'api/store/named/a.ipynb',
-        json: { name: 'x' }
-      }),
-      503,
-      'store unavailable'
-    );
-    expectError(
-      await call(noStore, 'DELETE', '/api/store/named/{path}', {
-        path: 'api/store/named/a.ipynb?object_version_id=v1'
-      }),
-      503,
-      'store unavailable'
-    );
-  });
-
-  test('503 for the retention rule when object storage is not usable', async () => {
-    for (const method of ['GET', 'PUT', 'DELETE']) {
-      expectError(
-        await call(noStore, method, '/api/store/retention', {
-          path: 'api/store/retention',
-          json: method === 'PUT' ? { keep_newest: 1, noncurrent_days: 1 } : undefined
-        }),
-        503,
-        'store unavailable'
-      );
+  test.each(storeRoutes)(
+    '503 for %s %s when object storage is not usable',
+    async (method, template, request) => {
+      expectError(await call(noStore, method, template, request), 503, 'store unavailable');
     }
-  });
+  );
 
   test('403 for a clone whose feature is off', async () => {
     expectError(

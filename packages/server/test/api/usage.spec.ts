@@ -1,6 +1,8 @@
 /**
  * The workspace usage of `GET api/store`: counted from the prefix-wide version listing, cached,
- * measured once at a time in the background, and waited for briefly only the first time.
+ * measured once at a time, again soon after the archive writes (at most once per interval) and
+ * otherwise after a minute in the background; waited for briefly the first time and after a
+ * write.
  */
 import { measureWorkspace, WorkspaceUsageMeter } from '../../src/store/usage';
 import {
@@ -88,7 +90,7 @@ describe('WorkspaceUsageMeter', () => {
     const store = new GatedStore();
     await fill(store);
     store.hold();
-    const meter = new WorkspaceUsageMeter({ source: () => source(store), firstWaitMs: 20 });
+    const meter = new WorkspaceUsageMeter({ source: () => source(store), waitMs: 20 });
     const started = Date.now();
     expect(await meter.current()).toBeNull();
     expect(Date.now() - started).toBeLessThan(1000);
@@ -116,5 +118,91 @@ describe('WorkspaceUsageMeter', () => {
     await new Promise(resolve => setTimeout(resolve, 10));
     expect((await meter.current())?.objects).toBe(1);
     expect(logged).toEqual(['could not measure the workspace: unreachable']);
+  });
+
+  describe('follows the archive', () => {
+    /** A meter over `store` whose archive count is `archived`, with a clock of its own. */
+    function following(store: FakeStore, waitMs = 2_000) {
+      const clock = { now: 1_000_000, archived: 0 };
+      const meter = new WorkspaceUsageMeter({
+        source: () => source(store),
+        changes: () => clock.archived,
+        maxAgeMs: 60_000,
+        minIntervalMs: 5_000,
+        waitMs,
+        now: () => clock.now
+      });
+      return { clock, meter };
+    }
+
+    it('a write re-measures on the next request, which answers the new figure', async () => {
+      const store = new GatedStore();
+      await fill(store);
+      const { clock, meter } = following(store);
+      expect((await meter.current())?.versions).toBe(3);
+
+      // Nothing archived: served from the cache, however often asked.
+      clock.now += 10_000;
+      await store.put('b', 'workspace/other-writer.ipynb', Buffer.from('x'));
+      expect((await meter.current())?.versions).toBe(3);
+      expect(store.listings).toBe(1);
+
+      // The archive wrote a version: the very next request has it, and the other writer's.
+      await store.put('b', 'workspace/new.ipynb', Buffer.from('xy'));
+      clock.archived++;
+      expect(await meter.current()).toMatchObject({ objects: 3, versions: 5, bytes: 18 });
+      expect(store.listings).toBe(2);
+
+      // A delete marker the archive wrote.
+      await store.deleteObject('b', 'workspace/new.ipynb');
+      clock.archived++;
+      clock.now += 5_000;
+      expect(await meter.current()).toMatchObject({ objects: 2, versions: 5 });
+      expect(store.listings).toBe(3);
+    });
+
+    it('under a stream of writes, at most one measurement per interval', async () => {
+      const store = new GatedStore();
+      await fill(store);
+      const { clock, meter } = following(store);
+      await meter.current();
+      expect(store.listings).toBe(1);
+      for (let second = 1; second <= 20; second++) {
+        clock.now += 1_000;
+        clock.archived++;
+        await meter.current();
+      }
+      // Measurements began at 0, 5, 10, 15 and 20 s.
+      expect(store.listings).toBe(5);
+    });
+
+    it('a write during a measurement is measured again afterwards', async () => {
+      const store = new GatedStore();
+      await fill(store);
+      const { clock, meter } = following(store, 20);
+      await meter.current();
+      clock.now += 5_000;
+      clock.archived++;
+      store.hold();
+      // The wait is bounded: the figure before, once the listing takes too long.
+      const started = Date.now();
+      expect((await meter.current())?.versions).toBe(3);
+      expect(Date.now() - started).toBeLessThan(1000);
+      // Written while the listing runs, which may have missed it.
+      await store.put('b', 'workspace/late.ipynb', Buffer.from('x'));
+      clock.archived++;
+      expect((await meter.current())?.versions).toBe(3);
+      expect(store.listings).toBe(2);
+      store.release();
+      await new Promise(resolve => setTimeout(resolve, 10));
+
+      clock.now += 5_000;
+      expect((await meter.current())?.versions).toBe(4);
+      expect(store.listings).toBe(3);
+      // And nothing more until the next write (or a minute).
+      clock.now += 5_000;
+      await meter.current();
+      expect(store.listings).toBe(3);
+    });
   });
 });

@@ -7,17 +7,17 @@
  */
 import { ListObjectVersionsCommand, type S3Client } from '@aws-sdk/client-s3';
 import { StoreInfoSchema, VersionListingSchema } from '@jupyter-store/contract';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import {
   HubBrowser,
   processAlive,
   runtimeRecordsOf,
+  singleuserConfigDir,
   startHub,
   type IBrowserRequest,
   type IHub
 } from '../support/hub';
+import { markdownNotebookModel } from '../support/notebookSaves';
 import {
   createVersionedBucket,
   s3ClientFor,
@@ -38,21 +38,7 @@ let configDir: string | undefined;
 const browsers = {} as Record<User, HubBrowser>;
 
 beforeAll(async () => {
-  // The ecosystem venv's jupytext and collaboration would make Python's contents manager
-  // authoritative (contents_backend auto); off, the gateway answers saves itself.
-  configDir = await mkdtemp(join(tmpdir(), 'hub-singleuser-config-'));
-  await writeFile(
-    join(configDir, 'jupyter_server_config.json'),
-    JSON.stringify({
-      ServerApp: {
-        jpserver_extensions: Object.fromEntries(
-          ['jupytext', 'jupyterlab_jupytext', 'jupyter_collaboration', 'jupyter_server_ydoc'].map(
-            name => [name, false]
-          )
-        )
-      }
-    })
-  );
+  configDir = await singleuserConfigDir();
   minio = await startMinio();
   await createVersionedBucket(minio, BUCKET);
   s3 = s3ClientFor(minio);
@@ -90,23 +76,11 @@ function send(user: User, path: string, init: IBrowserRequest = {}): Promise<Res
   return browsers[user].fetch(`/user/${user}/${path}`, { ...init, maxRedirects: 0 });
 }
 
-function notebook(text: string): string {
-  return JSON.stringify({
-    type: 'notebook',
-    content: {
-      cells: [{ cell_type: 'markdown', id: 'a', metadata: {}, source: text }],
-      metadata: {},
-      nbformat: 4,
-      nbformat_minor: 5
-    }
-  });
-}
-
 async function save(user: User, path: string, text: string): Promise<void> {
   const response = await send(user, `api/contents/${path}`, {
     method: 'PUT',
     headers: { 'content-type': 'application/json' },
-    body: notebook(text)
+    body: JSON.stringify(markdownNotebookModel(text))
   });
   expect([200, 201]).toContain(response.status);
   await response.arrayBuffer();

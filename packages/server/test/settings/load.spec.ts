@@ -1,5 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   jupyterConfigPath,
@@ -9,19 +8,13 @@ import {
   splitSettingsFlags,
   storageMode
 } from '../../src/settings';
+import { temporarySettingsHome } from '../support/settingsHome';
 
 describe('#loadStoreSettings()', () => {
   let home: string;
   let env: NodeJS.ProcessEnv;
 
-  beforeEach(() => {
-    home = mkdtempSync(join(tmpdir(), 'settings-'));
-    env = {
-      HOME: home,
-      JUPYTER_CONFIG_DIR: join(home, 'user'),
-      JUPYTER_DATA_DIR: join(home, 'data')
-    };
-  });
+  beforeEach(() => ({ home, env } = temporarySettingsHome()));
 
   afterEach(() => rmSync(home, { recursive: true, force: true }));
 

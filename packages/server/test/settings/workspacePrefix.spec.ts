@@ -1,25 +1,17 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { loadStoreSettings, SettingsError } from '../../src/settings';
 import {
   fillWorkspacePrefix,
   isWorkspaceTemplate,
   userNameProblem
 } from '../../src/settings/workspacePrefix';
+import { temporarySettingsHome } from '../support/settingsHome';
 
 describe('workspace_prefix as a template', () => {
   let home: string;
   let env: NodeJS.ProcessEnv;
 
-  beforeEach(() => {
-    home = mkdtempSync(join(tmpdir(), 'settings-'));
-    env = {
-      HOME: home,
-      JUPYTER_CONFIG_DIR: join(home, 'user'),
-      JUPYTER_DATA_DIR: join(home, 'data')
-    };
-  });
+  beforeEach(() => ({ home, env } = temporarySettingsHome()));
 
   afterEach(() => rmSync(home, { recursive: true, force: true }));
 

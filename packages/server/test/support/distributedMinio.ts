@@ -73,6 +73,8 @@ export interface IDistributedMinioOptions {
   startTimeoutMs?: number;
   /** Forward the nodes' output to this process's stderr (debugging). */
   verbose?: boolean;
+  /** More environment of every node (`MINIO_PROMETHEUS_AUTH_TYPE`, say). */
+  env?: Readonly<Record<string, string>>;
 }
 
 /** Every node alive in this process; killed when it exits. */
@@ -130,7 +132,8 @@ export async function startDistributedMinio(
     MINIO_UPDATE: 'off',
     // The drives share the machine's root file system, which MinIO refuses in distributed
     // mode unless told this is a test set-up.
-    MINIO_CI_CD: 'on'
+    MINIO_CI_CD: 'on',
+    ...options.env
   };
   const logs: string[][] = apiPorts.map(() => []);
   const log = (): string =>

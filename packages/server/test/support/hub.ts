@@ -533,3 +533,101 @@ c.Spawner.args = ${py(settings.singleuserArgs)}
 ${settings.extra}
 `;
 }
+
+/**
+ * A directory for `$JUPYTER_CONFIG_PATH` of the single-user servers: the ecosystem venv's
+ * jupytext and collaboration extensions off, server and JupyterLab sides (they would make
+ * Python's contents manager authoritative under `contents_backend auto`, and the gateway answers
+ * saves itself), and with
+ * `publish` publishing enabled as `jupyter store enable` would. The caller deletes it.
+ */
+export async function singleuserConfigDir(options: { publish?: boolean } = {}): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'hub-singleuser-config-'));
+  await writeFile(
+    join(dir, 'jupyter_server_config.json'),
+    JSON.stringify({
+      ServerApp: {
+        jpserver_extensions: Object.fromEntries(
+          ['jupytext', 'jupyterlab_jupytext', 'jupyter_collaboration', 'jupyter_server_ydoc'].map(
+            name => [name, false]
+          )
+        )
+      }
+    })
+  );
+  // Their JupyterLab halves too: without its server side, collaboration opens no document.
+  await mkdir(join(dir, 'labconfig'));
+  await writeFile(
+    join(dir, 'labconfig', 'page_config.json'),
+    JSON.stringify({
+      disabledExtensions: Object.fromEntries(
+        [
+          '@jupyter/collaboration-extension',
+          '@jupyter/docprovider-extension',
+          'jupyterlab-jupytext'
+        ].map(name => [name, true])
+      )
+    })
+  );
+  if (options.publish) {
+    await mkdir(join(dir, 'jupyter_store_config.d'));
+    await writeFile(
+      join(dir, 'jupyter_store_config.d', 'publish.json'),
+      JSON.stringify({ StoreExtension: { publish_enabled: true } })
+    );
+  }
+  return dir;
+}
+
+/** What {@link credentialServiceConfig} needs. */
+export interface ICredentialServiceOptions {
+  /** The loopback port the service listens on. */
+  port: number;
+  endpoint: string;
+  bucket: string;
+  region: string;
+  /** The long-lived key, which only the service gets. */
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** More `--StoreSettings.…` arguments of the service. */
+  args?: readonly string[];
+}
+
+/** The name of the credential service in {@link credentialServiceConfig}. */
+export const CREDENTIAL_SERVICE_NAME = 'jupyter-store-credentials';
+
+/**
+ * Lines of `jupyterhub_config.py` (for {@link IHubOptions.extraConfig}) that make
+ * `jupyter-store credentials-service` a service the Hub starts and stops, as the deployment
+ * guide configures it, and the URL the single-user servers take as `credentials_service_url`.
+ */
+export function credentialServiceConfig(options: ICredentialServiceOptions): {
+  extraConfig: string;
+  url: string;
+} {
+  const service = {
+    name: CREDENTIAL_SERVICE_NAME,
+    url: `http://127.0.0.1:${options.port}`,
+    command: withParentDeathSignal(
+      [
+        process.execPath,
+        CLI,
+        'credentials-service',
+        '--StoreSettings.workspace_prefix=workspace/{username}',
+        `--StoreSettings.object_endpoint_url=${options.endpoint}`,
+        `--StoreSettings.object_bucket=${options.bucket}`,
+        `--StoreSettings.object_region_name=${options.region}`,
+        ...(options.args ?? [])
+      ],
+      'TERM'
+    ),
+    environment: {
+      STORE_OBJECT_ACCESS_KEY_ID: options.accessKeyId,
+      STORE_OBJECT_SECRET_ACCESS_KEY: options.secretAccessKey
+    }
+  };
+  return {
+    extraConfig: `c.JupyterHub.services = c.JupyterHub.services + [${py(service)}]\n`,
+    url: `http://127.0.0.1:${options.port}/services/${CREDENTIAL_SERVICE_NAME}/`
+  };
+}

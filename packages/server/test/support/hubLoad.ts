@@ -6,13 +6,11 @@
  * from the bucket in version order, so that what the users were told can be compared with what
  * was archived.
  */
-import {
-  GetObjectCommand,
-  ListObjectVersionsCommand,
-  type S3Client
-} from '@aws-sdk/client-s3';
-import type { IHub } from './hub';
+import { GetObjectCommand, ListObjectVersionsCommand, type S3Client } from '@aws-sdk/client-s3';
+import { rm } from 'node:fs/promises';
+import type { IDistributedMinio } from './distributedMinio';
 import { ecosystemBin } from './ecosystem';
+import { singleuserConfigDir, startHub, type IHub } from './hub';
 import { withParentDeathSignal } from './objectServers';
 
 /** Where the sequence number of a save is, in the notebook's metadata. */
@@ -22,13 +20,21 @@ const METADATA_KEY = 'jupyter_store_load';
 export interface ISaveOutcome {
   readonly user: string;
   readonly seq: number;
-  /** `Date.now()` when the PUT was sent and when its answer (or failure) arrived. */
+  /**
+   * When the PUT was sent and when its answer (or failure) arrived: milliseconds since the
+   * epoch, to the microsecond ({@link now}), comparable with the object store's clock.
+   */
   readonly sentAt: number;
   readonly answeredAt: number;
   /** The HTTP status; 0 when no answer came (connection error, time-out). */
   readonly status: number;
   /** What went wrong, for a save that was not acknowledged. */
   readonly error?: string;
+}
+
+/** The wall clock with the precision of `performance.now()`. */
+export function now(): number {
+  return performance.timeOrigin + performance.now();
 }
 
 /** Whether the user was told that the save succeeded. */
@@ -131,7 +137,7 @@ export async function runSaveSchedule(options: ISaveScheduleOptions): Promise<IS
       let due = start + (index * intervalMs) / users.length;
       for (let seq = 1; due < end; seq++) {
         await sleepUntil(due);
-        const sentAt = Date.now();
+        const sentAt = now();
         let status = 0;
         let error: string | undefined;
         try {
@@ -150,7 +156,7 @@ export async function runSaveSchedule(options: ISaveScheduleOptions): Promise<IS
         } catch (caught) {
           error = (caught as Error).message;
         }
-        outcomes.push({ user, seq, sentAt, answeredAt: Date.now(), status, error });
+        outcomes.push({ user, seq, sentAt, answeredAt: now(), status, error });
         due += intervalMs;
       }
     })
@@ -167,8 +173,7 @@ export async function archivedSaves(
   bucket: string,
   prefix: string
 ): Promise<IArchivedSave[]> {
-  const listed: Array<{ key: string; versionId: string; lastModified: number; size: number }> =
-    [];
+  const listed: Array<{ key: string; versionId: string; lastModified: number; size: number }> = [];
   let keyMarker: string | undefined;
   let versionIdMarker: string | undefined;
   do {
@@ -221,12 +226,13 @@ export function archiveProblems(
   const problems: string[] = [];
   const mine = outcomes.filter(outcome => outcome.user === user);
   const acked = mine.filter(acknowledged).map(outcome => outcome.seq);
-  const seqs = archived.map(version => version.seq);
-  for (const version of archived) {
-    if (version.key !== prefixKey || version.user !== user) {
-      problems.push(`${version.key} (${version.versionId}) holds ${version.user}'s save`);
-    }
+  const placed = (version: IArchivedSave): boolean =>
+    version.key === prefixKey && version.user === user;
+  for (const version of archived.filter(v => !placed(v))) {
+    problems.push(`${version.key} (${version.versionId}) holds ${version.user}'s save`);
   }
+  // Only a version in its place counts as the save archived.
+  const seqs = archived.filter(placed).map(version => version.seq);
   for (let i = 1; i < seqs.length; i++) {
     if (seqs[i] <= seqs[i - 1]) problems.push(`save ${seqs[i]} archived after ${seqs[i - 1]}`);
   }
@@ -262,4 +268,75 @@ def _load_pre_spawn(spawner):
         spawner.args = ${JSON.stringify(process.getuid?.() === 0 ? ['--allow-root'] : [])}
 c.Spawner.pre_spawn_hook = _load_pre_spawn
 `;
+}
+
+/** Options of {@link startLoadHub}. */
+export interface ILoadHubOptions {
+  /** The cluster the gateways archive to; user i talks to node i modulo the nodes. */
+  readonly cluster: IDistributedMinio;
+  readonly bucket: string;
+  /** Users whose server is `jupyter-store singleuser`. */
+  readonly users: readonly string[];
+  /** Users whose server is plain `jupyterhub-singleuser`. */
+  readonly plainUsers?: readonly string[];
+  /** More `--StoreSettings.<name>=<value>` arguments of every gateway. */
+  readonly storeArgs?: readonly string[];
+}
+
+/** A Hub with every user's server started and a token per user. */
+export interface ILoadHub {
+  readonly hub: IHub;
+  readonly tokens: ReadonlyMap<string, string>;
+  /** The object-store endpoint of each gateway user. */
+  readonly endpointOf: Readonly<Record<string, string>>;
+  /** How long starting every server took, in ms. */
+  readonly startMs: number;
+  /** Stop the Hub (and every server) and delete its files. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Start a Hub whose gateways archive to `cluster` under `workspace/{username}`, start every
+ * user's server at once, and make a token for each.
+ *
+ * #### Notes
+ * Every server gets {@link singleuserConfigDir}'s Jupyter configuration: the gateways answer saves
+ * themselves, and plain servers run the same stock contents manager.
+ */
+export async function startLoadHub(options: ILoadHubOptions): Promise<ILoadHub> {
+  const { cluster, users } = options;
+  const configDir = await singleuserConfigDir();
+  let hub: IHub | undefined;
+  const stop = async (): Promise<void> => {
+    await hub?.stop();
+    await rm(configDir, { recursive: true, force: true });
+  };
+  try {
+    const endpointOf = Object.fromEntries(
+      users.map((user, index) => [user, cluster.endpoints[index % cluster.endpoints.length]])
+    );
+    hub = await startHub({
+      singleuserArgs: [
+        `--StoreSettings.object_bucket=${options.bucket}`,
+        '--StoreSettings.workspace_prefix=workspace/{username}',
+        ...(options.storeArgs ?? [])
+      ],
+      singleuserEnv: {
+        STORE_OBJECT_ACCESS_KEY_ID: cluster.accessKeyId,
+        STORE_OBJECT_SECRET_ACCESS_KEY: cluster.secretAccessKey,
+        STORE_OBJECT_REGION_NAME: cluster.region,
+        JUPYTER_CONFIG_PATH: configDir
+      },
+      extraConfig: loadHubConfig({ endpointOf, plainUsers: options.plainUsers })
+    });
+    const everyone = [...users, ...(options.plainUsers ?? [])];
+    const started = Date.now();
+    await Promise.all(everyone.map(user => hub!.startServer(user, 300_000)));
+    const startMs = Date.now() - started;
+    const tokens = await userTokens(hub, everyone);
+    return { hub, tokens, endpointOf, startMs, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
 }

@@ -1,5 +1,18 @@
 import type { IGatewayProcess } from './gateway';
 
+/** The contents model a client saves for a notebook of one markdown cell holding `text`. */
+export function markdownNotebookModel(text: string): Record<string, unknown> {
+  return {
+    type: 'notebook',
+    content: {
+      cells: [{ cell_type: 'markdown', id: 'a', metadata: {}, source: text }],
+      metadata: {},
+      nbformat: 4,
+      nbformat_minor: 5
+    }
+  };
+}
+
 /**
  * Save a notebook of one markdown cell holding `text` at `path`, through the gateway's contents
  * API with its token, as a client's save: the gateway archives it like any other.
@@ -14,15 +27,7 @@ export async function saveMarkdownNotebook(
   const response = await fetch(gateway.url(`api/contents/${encodeURI(path)}`), {
     method: 'PUT',
     headers: { Authorization: `token ${gateway.token}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({
-      type: 'notebook',
-      content: {
-        cells: [{ cell_type: 'markdown', id: 'a', metadata: {}, source: text }],
-        metadata: {},
-        nbformat: 4,
-        nbformat_minor: 5
-      }
-    })
+    body: JSON.stringify(markdownNotebookModel(text))
   });
   return response.status;
 }
