@@ -240,6 +240,64 @@ test.describe('How changes are observed', () => {
   });
 });
 
+test.describe('Background polling', () => {
+  test('Status polls are not user activity, and stop while the page is hidden', async ({
+    page
+  }) => {
+    await expect(page.locator('.jp-store-StatusItem')).toBeVisible();
+    /** Set (a number) or reset (null) the refresh interval, as the Settings Editor does. */
+    const setRefreshSeconds = (seconds: number | null) =>
+      page.evaluate(async value => {
+        const galata = (
+          window as unknown as { galata: { getPlugin(id: string): Promise<unknown> } }
+        ).galata;
+        const registry = (await galata.getPlugin('@jupyterlab/apputils-extension:settings')) as {
+          set(plugin: string, key: string, value: number): Promise<void>;
+          remove(plugin: string, key: string): Promise<void>;
+        };
+        const plugin = '@jupyter-store/labextension:plugin';
+        const key = 'archiveStatusRefreshSeconds';
+        await (value === null ? registry.remove(plugin, key) : registry.set(plugin, key, value));
+      }, seconds);
+    // Poll every second, as a user may set it; the default again for the tests that follow.
+    await setRefreshSeconds(1);
+    try {
+      const polls: string[] = [];
+      page.on('request', request => {
+        const url = new URL(request.url());
+        if (request.method() === 'GET' && /\/api\/store\/?$/.test(url.pathname))
+          polls.push(url.search);
+      });
+      await expect.poll(() => polls.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+      expect(polls.every(search => new URLSearchParams(search).has('no_track_activity'))).toBe(
+        true
+      );
+
+      /** Tell the page it is hidden (another tab) or shown again, as the browser does. */
+      const setVisibility = (state: 'hidden' | 'visible') =>
+        page.evaluate(visibility => {
+          Object.defineProperty(document, 'visibilityState', {
+            configurable: true,
+            get: () => visibility
+          });
+          document.dispatchEvent(new Event('visibilitychange'));
+        }, state);
+      await setVisibility('hidden');
+      // A poll already on its way may still arrive; then nothing for several intervals.
+      await page.waitForTimeout(1_500);
+      const whileHidden = polls.length;
+      await page.waitForTimeout(4_000);
+      expect(polls.length).toBe(whileHidden);
+      // Shown again: asked at once, then polled again.
+      await setVisibility('visible');
+      await expect.poll(() => polls.length, { timeout: 2_000 }).toBeGreaterThan(whileHidden);
+      await expect.poll(() => polls.length, { timeout: 5_000 }).toBeGreaterThan(whileHidden + 1);
+    } finally {
+      await setRefreshSeconds(null);
+    }
+  });
+});
+
 test.describe('Archiving not configured', () => {
   test.use({ baseURL: uiTestEnvironment().unconfiguredGatewayUrl.replace(/\/$/, '') });
 

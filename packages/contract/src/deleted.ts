@@ -101,7 +101,10 @@ export const WorkspaceUsageSchema = z
     versions: count('Every version kept, of every key (delete markers not counted).'),
     bytes: count('The bytes of every version kept.'),
     current_bytes: count('The bytes of the newest versions of the `objects`.'),
-    measured_at: dateTime('When the workspace was listed for these figures (ISO 8601, UTC).')
+    measured_at: dateTime(
+      'When these figures were last brought up to date (ISO 8601, UTC): the start of the ' +
+        'count, or the newest archive write added since.'
+    )
   })
   .meta({ description: 'What the workspace prefix of the bucket holds.' });
 

@@ -90,6 +90,17 @@ export const StoreEndpoints = {
     operationId: 'getStoreInfo',
     method: 'GET',
     path: 'api/store',
+    query: z.object({
+      no_track_activity: z
+        .string()
+        .optional()
+        .meta({
+          description:
+            "Jupyter's convention for background polls: with this parameter (any value) the " +
+            'request is not user activity, so it neither updates `last_activity` nor is ' +
+            "reported to JupyterHub's idle culler."
+        })
+    }),
     response: StoreInfoSchema,
     statuses: [SUCCESS_STATUS, 403, 404, 503]
   },

@@ -243,10 +243,10 @@ export const StoreInfoSchema = z
       .optional()
       .meta({
         description:
-          'What the workspace prefix holds (a listing of every version below it), measured ' +
-          'again after the archive writes (at most once every 5 s) or once a minute old; null ' +
-          'while archiving is off or until the first measurement is done. Absent from older ' +
-          'servers.'
+          'What the workspace prefix holds: counted from a listing of every version below it, ' +
+          "then kept up to date with each of the archive's writes, and counted again in the " +
+          'background once an hour old (for other writers and lifecycle expiry); null while ' +
+          'archiving is off or until the first count is done. Absent from older servers.'
       })
   })
   .meta({

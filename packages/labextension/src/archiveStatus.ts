@@ -14,8 +14,13 @@ const FAST_POLL_FOR_MS = 20_000;
 
 /**
  * The store's feature detection answer, kept fresh: asked for every `intervalMs`, and every
- * half second after a save (or a delete) until nothing is pending and the workspace usage was
- * measured after the last archive write (the server measures again soon after one).
+ * half second after a save (or a delete) until nothing is pending and the workspace usage
+ * counts the last archive write.
+ *
+ * #### Notes
+ * These are background polls: sent with `no_track_activity`, so that they do not count as the
+ * user's activity (JupyterHub's idle culler), and not sent at all while the page is hidden
+ * (another tab, a minimised window); the status is asked for at once when it is shown again.
  */
 export class ArchiveStatusModel {
   /**
@@ -30,6 +35,7 @@ export class ArchiveStatusModel {
   ) {
     this._info = info;
     this._intervalMs = intervalMs;
+    document.addEventListener('visibilitychange', this._onVisibility);
     this._schedule(intervalMs);
   }
 
@@ -58,7 +64,7 @@ export class ArchiveStatusModel {
   async refresh(): Promise<void> {
     if (this._disposed) return;
     try {
-      this._info = await this._client.info();
+      this._info = await this._client.info({ background: true });
       this._error = null;
     } catch (error) {
       this._error = errorMessage(error);
@@ -85,20 +91,34 @@ export class ArchiveStatusModel {
   dispose(): void {
     this._disposed = true;
     window.clearTimeout(this._timer);
+    document.removeEventListener('visibilitychange', this._onVisibility);
     Signal.clearData(this);
   }
 
+  /** The next poll in `ms`; none while the page is hidden (it is scheduled when shown). */
   private _schedule(ms: number): void {
     window.clearTimeout(this._timer);
     if (this._disposed) return;
+    if (document.visibilityState === 'hidden') {
+      this._hiddenDue = true;
+      return;
+    }
     this._timer = window.setTimeout(() => void this.refresh(), ms);
   }
+
+  private readonly _onVisibility = (): void => {
+    if (document.visibilityState === 'hidden' || !this._hiddenDue) return;
+    this._hiddenDue = false;
+    void this.refresh();
+  };
 
   private _info: StoreInfo;
   private _error: string | null = null;
   private _intervalMs: number;
   private _fastUntil = 0;
   private _timer = 0;
+  /** A poll fell due while the page was hidden. */
+  private _hiddenDue = false;
   private _disposed = false;
   private readonly _changed = new Signal<this, void>(this);
 }

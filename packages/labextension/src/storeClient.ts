@@ -49,9 +49,13 @@ export class StoreClient {
     private readonly _trans: TranslationBundle = nullTranslator.load(TRANSLATION_DOMAIN)
   ) {}
 
-  /** `GET api/store`: feature detection, with the archive queue's state. */
-  info(): Promise<StoreInfo> {
-    return this._call('info', {});
+  /**
+   * `GET api/store`: feature detection, with the archive queue's state. A `background` poll is
+   * sent with `no_track_activity`, so that an open tab alone does not keep the server from
+   * being culled as idle.
+   */
+  info(options: { background?: boolean } = {}): Promise<StoreInfo> {
+    return this._call('info', options.background ? { query: { no_track_activity: '1' } } : {});
   }
 
   /**

@@ -127,6 +127,18 @@ export class ArchiveQueue {
     }
   }
 
+  /**
+   * Follow what the queue writes to the workspace: `listener` is called once per record the
+   * object store confirmed (a version, or a delete marker), after `onArchived`, at the `at` that
+   * {@link status}'s `lastArchived` reports. It must not throw.
+   *
+   * @returns a function that stops the calls.
+   */
+  onWrite(listener: (write: ArchiveQueue.IWrite) => void): () => void {
+    this._writeListeners.add(listener);
+    return () => this._writeListeners.delete(listener);
+  }
+
   /** The current state, for feature detection and the status bar. */
   status(): IArchiveStatus {
     let oldest: number | null = null;
@@ -253,6 +265,14 @@ export class ArchiveQueue {
         this._attachments.delete(record.seq);
         this._signalRoom();
         this._onArchived?.(entry, versionId, attachment);
+        const write: ArchiveQueue.IWrite = {
+          path: record.path,
+          action: record.action === 'delete' ? 'delete' : 'put',
+          bytes: record.action === 'delete' ? 0 : record.content.length,
+          versionId,
+          at
+        };
+        for (const listener of this._writeListeners) listener(write);
         return;
       } catch (error) {
         const failure = toStoreError(error);
@@ -434,6 +454,7 @@ export class ArchiveQueue {
   private readonly _limit: ReturnType<typeof pLimit>;
   private readonly _backoff: { baseMs: number; capMs: number };
   private readonly _onArchived: ArchiveQueue.IOptions['onArchived'];
+  private readonly _writeListeners = new Set<(write: ArchiveQueue.IWrite) => void>();
   private readonly _coalescer: ArchiveCoalescer;
   /** Flushes under way: while there are any, coalescing holds nothing back. */
   private _flushes = 0;
@@ -456,6 +477,23 @@ export class ArchiveQueue {
 }
 
 export namespace ArchiveQueue {
+  /** One write the store confirmed (see {@link ArchiveQueue.onWrite}). */
+  export interface IWrite {
+    /** The API path whose key was written. */
+    readonly path: string;
+    /** A new version (`put`), or a delete marker. */
+    readonly action: 'put' | 'delete';
+    /** The version's size; 0 for a delete marker. */
+    readonly bytes: number;
+    /**
+     * The version or marker id; null on an unversioned bucket or where no marker was written.
+     * A put the store already held (a replay) answers the version it found.
+     */
+    readonly versionId: string | null;
+    /** When it was confirmed (ISO 8601), as `lastArchived.at`. */
+    readonly at: string;
+  }
+
   export interface IOptions {
     store: IObjectStore;
     bucket: string;

@@ -1,8 +1,7 @@
 /**
- * The workspace usage of `GET api/store`: counted from the prefix-wide version listing, cached,
- * measured once at a time, again soon after the archive writes (at most once per interval) and
- * otherwise after a minute in the background; waited for briefly the first time and after a
- * write.
+ * The workspace usage of `GET api/store`: counted from the prefix-wide version listing once,
+ * then kept up to date from the archive's writes, counted again after an hour (a minute after a
+ * failure) in the background; waited for briefly the first time only.
  */
 import { measureWorkspace, WorkspaceUsageMeter } from '../../src/store/usage';
 import {
@@ -112,97 +111,146 @@ describe('WorkspaceUsageMeter', () => {
       log: message => logged.push(message)
     });
     expect((await meter.current())?.objects).toBe(1);
-    now += 60_000;
+    now += 3_600_000;
     store.down = new ObjectStoreError('unavailable', 'unreachable', 'ECONNREFUSED');
     await meter.current();
     await new Promise(resolve => setTimeout(resolve, 10));
     expect((await meter.current())?.objects).toBe(1);
     expect(logged).toEqual(['could not measure the workspace: unreachable']);
+    // Tried again after a minute, not on every request.
+    now += 59_000;
+    await meter.current();
+    await new Promise(resolve => setTimeout(resolve, 10));
+    expect(logged).toHaveLength(1);
+    now += 1_000;
+    await meter.current();
+    await new Promise(resolve => setTimeout(resolve, 10));
+    expect(logged).toHaveLength(2);
   });
 
   describe('follows the archive', () => {
-    /** A meter over `store` whose archive count is `archived`, with a clock of its own. */
+    /** A meter over `store` fed writes by `emit`, with a clock of its own. */
     function following(store: FakeStore, waitMs = 2_000) {
-      const clock = { now: 1_000_000, archived: 0 };
+      const clock = { now: 1_000_000 };
+      let listener: (write: WorkspaceUsageMeter.IWrite) => void = () => undefined;
       const meter = new WorkspaceUsageMeter({
         source: () => source(store),
-        changes: () => clock.archived,
-        maxAgeMs: 60_000,
-        minIntervalMs: 5_000,
+        writes: follow => (listener = follow),
+        maxAgeMs: 3_600_000,
         waitMs,
         now: () => clock.now
       });
-      return { clock, meter };
+      /** Write to the store as the archive does, then report it as the queue does. */
+      const archive = async (path: string, body?: string) => {
+        const key = `workspace/${path}`;
+        const at = new Date(clock.now).toISOString();
+        const versionId =
+          body === undefined
+            ? (await store.deleteObject('b', key)).versionId
+            : (await store.put('b', key, Buffer.from(body))).versionId;
+        const write: WorkspaceUsageMeter.IWrite = {
+          path,
+          action: body === undefined ? 'delete' : 'put',
+          bytes: body === undefined ? 0 : Buffer.byteLength(body),
+          versionId,
+          at
+        };
+        listener(write);
+        return write;
+      };
+      return {
+        clock,
+        meter,
+        archive,
+        report: (write: WorkspaceUsageMeter.IWrite) => listener(write)
+      };
     }
 
-    it('a write re-measures on the next request, which answers the new figure', async () => {
+    it('adds each write to the figure without listing the workspace again', async () => {
       const store = new GatedStore();
       await fill(store);
-      const { clock, meter } = following(store);
-      expect((await meter.current())?.versions).toBe(3);
+      const { clock, meter, archive, report } = following(store);
+      expect(await meter.current()).toMatchObject({ objects: 1, versions: 3, bytes: 15 });
 
-      // Nothing archived: served from the cache, however often asked.
       clock.now += 10_000;
-      await store.put('b', 'workspace/other-writer.ipynb', Buffer.from('x'));
-      expect((await meter.current())?.versions).toBe(3);
-      expect(store.listings).toBe(1);
-
-      // The archive wrote a version: the very next request has it, and the other writer's.
-      await store.put('b', 'workspace/new.ipynb', Buffer.from('xy'));
-      clock.archived++;
-      expect(await meter.current()).toMatchObject({ objects: 3, versions: 5, bytes: 18 });
+      const created = await archive('new.ipynb', 'xy');
+      expect(await meter.current()).toEqual({
+        objects: 2,
+        versions: 4,
+        bytes: 17,
+        current_bytes: 9,
+        measured_at: created.at
+      });
+      // A new version of a key replaces its current bytes.
+      await archive('a.ipynb', '123');
+      expect(await meter.current()).toMatchObject({
+        objects: 2,
+        versions: 5,
+        bytes: 20,
+        current_bytes: 5
+      });
+      // A version the store already held (a replayed save) adds nothing.
+      report({ ...created, at: new Date(clock.now + 1).toISOString() });
+      expect(await meter.current()).toMatchObject({ objects: 2, versions: 5, bytes: 20 });
+      // A delete marker takes the key's current bytes away; its versions stay counted.
+      await archive('new.ipynb');
+      expect(await meter.current()).toMatchObject({
+        objects: 1,
+        versions: 5,
+        bytes: 20,
+        current_bytes: 3
+      });
+      // Deleting what is already deleted changes nothing.
+      await archive('gone.ipynb');
+      expect(await meter.current()).toMatchObject({ objects: 1, versions: 5, current_bytes: 3 });
+      // And it agrees with a count.
+      const { measured_at: _counted, ...counted } = await measureWorkspace(source(store));
+      const { measured_at: _followed, ...followed } = (await meter.current())!;
+      expect(followed).toEqual(counted);
       expect(store.listings).toBe(2);
-
-      // A delete marker the archive wrote.
-      await store.deleteObject('b', 'workspace/new.ipynb');
-      clock.archived++;
-      clock.now += 5_000;
-      expect(await meter.current()).toMatchObject({ objects: 2, versions: 5 });
-      expect(store.listings).toBe(3);
     });
 
-    it('under a stream of writes, at most one measurement per interval', async () => {
+    it('applies the writes of a count once it ends, unless the count saw them', async () => {
       const store = new GatedStore();
       await fill(store);
-      const { clock, meter } = following(store);
-      await meter.current();
-      expect(store.listings).toBe(1);
-      for (let second = 1; second <= 20; second++) {
-        clock.now += 1_000;
-        clock.archived++;
-        await meter.current();
-      }
-      // Measurements began at 0, 5, 10, 15 and 20 s.
-      expect(store.listings).toBe(5);
-    });
-
-    it('a write during a measurement is measured again afterwards', async () => {
-      const store = new GatedStore();
-      await fill(store);
-      const { clock, meter } = following(store, 20);
-      await meter.current();
-      clock.now += 5_000;
-      clock.archived++;
+      const { meter, archive, report } = following(store, 20);
       store.hold();
-      // The wait is bounded: the figure before, once the listing takes too long.
-      const started = Date.now();
-      expect((await meter.current())?.versions).toBe(3);
-      expect(Date.now() - started).toBeLessThan(1000);
-      // Written while the listing runs, which may have missed it.
-      await store.put('b', 'workspace/late.ipynb', Buffer.from('x'));
-      clock.archived++;
-      expect((await meter.current())?.versions).toBe(3);
-      expect(store.listings).toBe(2);
+      expect(await meter.current()).toBeNull();
+      // Written before the listing reads the key: the count sees it.
+      await archive('seen.ipynb', 'abc');
+      // Reported for a version the listing will not hold (written after it read the key).
+      report({
+        path: 'missed.ipynb',
+        action: 'put',
+        bytes: 4,
+        versionId: 'not-listed',
+        at: new Date().toISOString()
+      });
       store.release();
       await new Promise(resolve => setTimeout(resolve, 10));
+      expect(await meter.current()).toMatchObject({
+        objects: 3,
+        versions: 5,
+        bytes: 22,
+        current_bytes: 14
+      });
+      expect(store.listings).toBe(1);
+    });
 
-      clock.now += 5_000;
-      expect((await meter.current())?.versions).toBe(4);
-      expect(store.listings).toBe(3);
-      // And nothing more until the next write (or a minute).
-      clock.now += 5_000;
+    it('counts again after the age, for what other writers and expiry did', async () => {
+      const store = new GatedStore();
+      await fill(store);
+      const { clock, meter } = following(store);
       await meter.current();
-      expect(store.listings).toBe(3);
+      await store.put('b', 'workspace/other-writer.ipynb', Buffer.from('x'));
+      clock.now += 3_599_000;
+      expect((await meter.current())?.versions).toBe(3);
+      clock.now += 1_000;
+      // The old figure at once, the count in the background.
+      await meter.current();
+      await new Promise(resolve => setTimeout(resolve, 10));
+      expect((await meter.current())?.versions).toBe(4);
+      expect(store.listings).toBe(2);
     });
   });
 });

@@ -67,6 +67,25 @@ describe('ArchiveQueue', () => {
     expect(queue.status().lastArchived).toMatchObject({ path: 'dir/a.ipynb', versionId: 'v20' });
   });
 
+  test('reports each confirmed write to its listeners, at the time status() reports', async () => {
+    queue = makeQueue();
+    await queue.start();
+    const writes: ArchiveQueue.IWrite[] = [];
+    const stop = queue.onWrite(write => writes.push(write));
+    await queue.enqueue('a.ipynb', Buffer.from('12345'));
+    await queue.enqueue('a.ipynb', Buffer.alloc(0), { action: 'delete' });
+    await until(() => queue.status().pending === 0);
+    expect(writes).toEqual([
+      { path: 'a.ipynb', action: 'put', bytes: 5, versionId: 'v1', at: expect.any(String) },
+      { path: 'a.ipynb', action: 'delete', bytes: 0, versionId: 'v2', at: expect.any(String) }
+    ]);
+    expect(writes[1].at).toBe(queue.status().lastArchived?.at);
+    stop();
+    await queue.enqueue('b.ipynb', Buffer.from('x'));
+    await until(() => queue.status().pending === 0);
+    expect(writes).toHaveLength(2);
+  });
+
   test("each put carries the journal's SHA-256 of its bytes, kept as the version's checksum", async () => {
     queue = makeQueue();
     await queue.start();
