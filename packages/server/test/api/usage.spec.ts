@@ -204,9 +204,8 @@ describe('WorkspaceUsageMeter', () => {
       await archive('gone.ipynb');
       expect(await meter.current()).toMatchObject({ objects: 1, versions: 5, current_bytes: 3 });
       // And it agrees with a count.
-      const { measured_at: _counted, ...counted } = await measureWorkspace(source(store));
-      const { measured_at: _followed, ...followed } = (await meter.current())!;
-      expect(followed).toEqual(counted);
+      const counted = await measureWorkspace(source(store));
+      expect(await meter.current()).toEqual({ ...counted, measured_at: expect.any(String) });
       expect(store.listings).toBe(2);
     });
 
