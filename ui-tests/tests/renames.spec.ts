@@ -1,7 +1,7 @@
 import { expect, test } from '@jupyterlab/galata';
 import type { APIRequestContext, Page } from '@playwright/test';
 import { uiTestEnvironment } from '../support/environment';
-import { consoleErrors, readContents, recordConsole } from '../support/helpers';
+import { consoleErrors, readContents, recordConsole, screenshot } from '../support/helpers';
 import { cellSources } from '../support/notebooks';
 
 /** One archived version as the store lists it. */
@@ -102,6 +102,8 @@ test.describe('Archived versions across renames', () => {
         panel.locator('.jp-store-Version-path', { hasText: `as ${earlier}` }).first()
       ).toBeVisible();
     }
+
+    await screenshot(panel, 'history-across-renames');
 
     // The last version saved as draft.ipynb compares, opens and restores from its own key.
     const oldest = archived.nth(
