@@ -93,6 +93,8 @@ export class WorkspaceUsageMeter {
   private _apply(write: WorkspaceUsageMeter.IWrite, maybeCounted: boolean): void {
     const figure = this._figure;
     if (figure === null) return;
+    // Up to date as of this write, whether or not it changes the figure.
+    if (write.at > figure.updatedAt) figure.updatedAt = write.at;
     const key = objectKey(figure.prefix, write.path);
     const known = figure.latest.get(key);
     if (write.action === 'delete') {
@@ -109,7 +111,6 @@ export class WorkspaceUsageMeter {
       if (known === undefined) figure.objects++;
       figure.latest.set(key, { versionId: write.versionId, size: write.bytes });
     }
-    if (write.at > figure.updatedAt) figure.updatedAt = write.at;
   }
 
   private readonly _source: () => WorkspaceUsageMeter.ISource | undefined;
