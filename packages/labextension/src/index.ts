@@ -1,3 +1,4 @@
+import { hubLandingPlugin } from './hubLanding';
 import { storePlugin } from './plugin';
 
 export * from './archiveStatus';
@@ -5,4 +6,4 @@ export * from './request';
 export * from './storeClient';
 export * from './tokens';
 
-export default [storePlugin];
+export default [storePlugin, hubLandingPlugin];

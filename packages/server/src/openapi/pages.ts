@@ -121,12 +121,17 @@ export const PAGE_RESPONSES: OpenApiObject = {
   LoginRedirect: {
     description:
       "The caller is not logged in: the browser is sent to Jupyter's login page, which brings " +
-      'it back to this page (query kept, a refused `token` left out) after login.',
+      'it back to this page (query kept, a refused `token` left out) after login. On a ' +
+      "JupyterHub single-user server, where Jupyter's login page is a token form, it is sent " +
+      "to JupyterLab instead, whose page runs the Hub's login and whose extension then opens " +
+      'this page again.',
     headers: {
       Location: {
         required: true,
-        description: '`<base_url>login?next=<this page, percent-encoded>`.',
-        schema: { type: 'string', pattern: 'login\\?next=' }
+        description:
+          '`<base_url>login?next=<this page, percent-encoded>`; on a JupyterHub ' +
+          '`<base_url>lab?store-landing=<this page below base_url, percent-encoded>`.',
+        schema: { type: 'string', pattern: 'login\\?next=|lab\\?store-landing=' }
       }
     },
     content: {

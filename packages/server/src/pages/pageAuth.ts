@@ -1,3 +1,4 @@
+import { hubLinkContextFromEnv } from '@jupyter-store/contract';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { UpstreamAuthUnavailable, type Authenticator, type IRequestChecks } from '../gateway/auth';
 import {
@@ -17,6 +18,7 @@ import { httpErrors } from '../http/errorCatalogue';
  */
 export function requirePageAuth(options: requirePageAuth.IOptions): RequestHandler {
   const { authenticator, checks, baseUrl } = options;
+  const onHub = options.onHub ?? hubLinkContextFromEnv(process.env) !== null;
   return (request: Request, response: Response, next: NextFunction) => {
     if (!checkHost(request.headers.host, checks)) {
       next(httpErrors.hostNotAllowed('This Host is not allowed'));
@@ -25,7 +27,7 @@ export function requirePageAuth(options: requirePageAuth.IOptions): RequestHandl
     authenticator.authenticate(request).then(
       authentication => {
         if (!authentication) {
-          response.redirect(302, loginUrl(request, baseUrl));
+          response.redirect(302, loginUrl(request, baseUrl, onHub));
           return;
         }
         request.jupyterAuth = authentication;
@@ -52,11 +54,19 @@ export function requirePageAuth(options: requirePageAuth.IOptions): RequestHandl
 /**
  * `{base}login?next=…` for this page. The query is re-encoded (a raw `:` in it would make
  * Jupyter's redirect check read it as a scheme) and a refused `token` is left out.
+ *
+ * On a JupyterHub, `{base}login` is a token form: the Hub's login (OAuth) starts only from a
+ * page of the single-user server. So the way there is JupyterLab, `{base}lab?store-landing=
+ * <this page, relative>`, whose page logs the visitor in and whose extension then opens this
+ * page again (`hubLanding.ts` of the lab extension).
  */
-function loginUrl(request: Request, baseUrl: string): string {
+function loginUrl(request: Request, baseUrl: string, onHub: boolean): string {
   const query = new URLSearchParams(requestQuery(request));
   query.delete('token');
   const page = `${request.originalUrl.split('?', 1)[0]}${query.size ? `?${query}` : ''}`;
+  if (onHub && page.startsWith(baseUrl)) {
+    return `${baseUrl}lab?store-landing=${encodeURIComponent(page.slice(baseUrl.length))}`;
+  }
   return `${baseUrl}login?next=${encodeURIComponent(page)}`;
 }
 
@@ -68,5 +78,7 @@ export namespace requirePageAuth {
     readonly checks: IRequestChecks;
     /** Jupyter's base_url, normalised (starts and ends with `/`): where the login page is. */
     readonly baseUrl: string;
+    /** Whether Jupyter is a JupyterHub single-user server; default: the Hub's variables say so. */
+    readonly onHub?: boolean;
   }
 }

@@ -2,8 +2,8 @@
  * Sharing a notebook on a real JupyterHub, in Chromium: alice logs in through the Hub's login
  * page, edits and saves a notebook in JupyterLab (our extension loaded by `jupyter-store
  * singleuser`), publishes it and copies the clone link, which goes through the Hub's
- * `user-redirect`; bob opens that link, logs in, starts his server, and the landing page clones
- * the notebook into his own server, where JupyterLab opens it. A real MinIO behind both.
+ * `user-redirect`; bob opens that link, logs in, starts his server, and the landing page of his
+ * own server clones the notebook into it, where JupyterLab opens it. A real MinIO behind both.
  *
  * A jest suite rather than a ui-tests spec: the Hub, its proxy and the users' servers come from
  * the Hub harness of these tests (`support/hub.ts`), and the UI tests' global set-up starts a
@@ -101,15 +101,26 @@ async function newPage(): Promise<Page> {
 }
 
 /**
- * Fill the Hub's login form on `page`, send it, and start the server: for a URL of a server
- * that does not run, the Hub offers to start it (JupyterHub's default, no implicit spawn) and
- * then goes on to the URL once it runs.
+ * Fill the Hub's login form on `page`, send it, and start the server where the Hub asks: for a
+ * URL of a server that does not run, it either offers to start it (`/user/<name>/…`: no
+ * implicit spawn by default) or starts it (`user-redirect`), then goes on to the URL.
  */
 async function logInAndStart(page: Page, user: string): Promise<void> {
   await page.locator('#username_input').fill(user);
   await page.locator('#password_input').fill(hub.password);
   await page.locator('#login_submit').click();
-  await page.locator('#start').click();
+  const start = page.locator('#start');
+  const offered = start.waitFor().then(
+    () => true,
+    () => false
+  );
+  const arrived = page
+    .waitForURL(url => url.pathname.startsWith(`/user/${user}/`))
+    .then(
+      () => false,
+      () => false
+    );
+  if (await Promise.race([offered, arrived])) await start.click();
 }
 
 /** Wait until `user`'s file `name` holds `text`. */
@@ -193,12 +204,21 @@ test("a published notebook's link clones it into the recipient's own server", as
   );
   await result.getByRole('button', { name: 'Close' }).click();
 
-  // Bob, with no server running: the link leads to the Hub's login, then to his own server.
+  // Bob, in a fresh browser with no server running: the link leads to the Hub's login, to the
+  // start of his server, through his server's own login (JupyterLab's page, which the
+  // extension leaves for the landing page), to the landing page of his server, not alice's.
   expect((await hub.user('bob').catch(() => null))?.servers[''] ?? null).toBeNull();
   const bob = await newPage();
+  const visited: string[] = [];
+  bob.on('framenavigated', frame => {
+    if (frame === bob.mainFrame()) visited.push(new URL(frame.url()).pathname);
+  });
   await bob.goto(link);
   await logInAndStart(bob, 'bob');
   await bob.waitForURL(url => url.pathname === '/user/bob/store/clone');
+  expect(visited).toContain('/hub/login');
+  expect(visited).toContain('/user/bob/lab');
+  expect(visited.some(path => path.startsWith('/user/alice/'))).toBe(false);
   expect(new URL(bob.url()).searchParams.get('object_key')).toBe(`published/${NOTEBOOK}`);
   await expect(bob.locator('#target_path').inputValue()).resolves.toBe(NOTEBOOK);
   await bob.locator('#clone-button').click();
