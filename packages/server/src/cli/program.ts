@@ -319,10 +319,7 @@ namespace Private {
    */
   export function credentialsServiceCommand(line: CommandLine): GatewayCommand {
     return line
-      .configure(
-        new GatewayCommand('credentials-service', { passthrough: false }),
-        'jupyter-store'
-      )
+      .configure(new GatewayCommand('credentials-service', { passthrough: false }), 'jupyter-store')
       .summary("run JupyterHub's credential service: per-user short-lived S3 credentials")
       .description(CREDENTIALS_DESCRIPTION)
       .option('--url <URL>', 'where to listen (default: $JUPYTERHUB_SERVICE_URL)')
