@@ -7,6 +7,7 @@ import { describeExit, findJupyter, JupyterProcess } from '../gateway/jupyterPro
 import { Lifecycle } from '../gateway/lifecycle';
 import { createLogger, type Logger, type LogLevel } from '../gateway/logger';
 import { jupyterRuntimeDir, removeRuntimeRecord } from '../gateway/runtimeRecord';
+import type { Gateway } from '../gateway/gateway';
 import { startGateway } from '../gateway/start';
 import { parseUpstreamAddress, type UpstreamAddress } from '../gateway/upstream';
 import {
@@ -89,6 +90,56 @@ export async function runLab(options: ILabOptions): Promise<number> {
 
   const log = createLogger({ level: common.logLevel });
   warnAboutVisibleSecrets(log, options);
+  return runWithOwnJupyter({
+    common,
+    log,
+    jupyter: {
+      jupyter,
+      token,
+      transport: options.upstreamTransport,
+      allowRemoteAccess: common.allowRemoteAccess,
+      disableCheckXsrf: common.disableCheckXsrf,
+      allowRoot: Boolean(options.allowRoot),
+      allowOrigin: common.allowOrigin,
+      allowOriginPat: options.allowOriginPat,
+      extraArgs: options.jupyterArgs
+    },
+    upstreamToken: token,
+    recordToken: token ?? '',
+    upstreamName: 'The Jupyter server'
+  });
+}
+
+/** What {@link runWithOwnJupyter} needs. */
+export interface IOwnJupyterOptions {
+  readonly common: ICommonSettings;
+  readonly log: Logger;
+  /** How to start the server, besides what every such server gets (see the function). */
+  readonly jupyter: Omit<
+    JupyterProcess.IOptions,
+    'rootDir' | 'baseUrl' | 'configFile' | 'labextensionsPaths' | 'pathPrepend' | 'log'
+  >;
+  /** The token with which the gateway asks the server about callers (null: none). */
+  readonly upstreamToken: string | null;
+  /** The token the runtime record and the banner carry ('' for none). */
+  readonly recordToken: string;
+  /** How the fatal log line names the server when it exits on its own. */
+  readonly upstreamName: string;
+  /** Called once the gateway runs, before it is announced. */
+  readonly started?: (gateway: Gateway) => void;
+}
+
+/**
+ * Run the gateway in front of a Jupyter server of its own (`lab`, `singleuser`): the server
+ * started on a private address with the root directory, base URL and config of the gateway, the
+ * bundled lab extension and the `jupyter store` command shim on its PATH; its runtime record
+ * replaced by the gateway's (clients must find the gateway, not the hidden server); both stopped
+ * together, and the gateway stopped with status 1 if the server exits on its own.
+ *
+ * @returns 0 once the gateway runs (it exits when stopped), 1 when it could not start.
+ */
+export async function runWithOwnJupyter(options: IOwnJupyterOptions): Promise<number> {
+  const { common, log } = options;
   const shimDir = createCommandShim();
   let jupyterProcess: JupyterProcess | undefined;
   const gateway = await startGateway({
@@ -96,33 +147,25 @@ export async function runLab(options: ILabOptions): Promise<number> {
     log,
     startUpstream: async () => {
       jupyterProcess = await JupyterProcess.start({
-        jupyter,
+        ...options.jupyter,
         rootDir: common.rootDir,
         baseUrl: common.baseUrl,
-        token,
-        transport: options.upstreamTransport,
-        allowRemoteAccess: common.allowRemoteAccess,
-        disableCheckXsrf: common.disableCheckXsrf,
-        allowRoot: Boolean(options.allowRoot),
-        allowOrigin: common.allowOrigin,
-        allowOriginPat: options.allowOriginPat,
         configFile: common.configFile,
         labextensionsPaths: bundledLabextensions(),
         pathPrepend: [shimDir],
-        extraArgs: options.jupyterArgs,
         log
       });
       return jupyterProcess.address;
     },
-    upstreamToken: token
+    upstreamToken: options.upstreamToken
   });
   if (!gateway || !jupyterProcess) {
     fs.rmSync(shimDir, { recursive: true, force: true });
     return 1;
   }
   const upstream = jupyterProcess;
-  // Jupyter wrote its own record; clients must find the gateway, not the hidden server.
   removeRuntimeRecord(common.runtimeDir, upstream.pid);
+  options.started?.(gateway);
   const lifecycle = new Lifecycle({
     gateway,
     log,
@@ -134,7 +177,7 @@ export async function runLab(options: ILabOptions): Promise<number> {
   });
   lifecycle.announce({
     ...common,
-    token: token ?? '',
+    token: options.recordToken,
     upstream: upstream.address,
     upstreamPid: upstream.pid
   });
@@ -142,7 +185,7 @@ export async function runLab(options: ILabOptions): Promise<number> {
     if (lifecycle.stopping) return;
     log.fatal(
       { exit: describeExit(exit) },
-      'The Jupyter server exited unexpectedly; the gateway stops too'
+      `${options.upstreamName} exited unexpectedly; the gateway stops too`
     );
     void lifecycle.stop(1);
   });
@@ -317,7 +360,7 @@ function isLoopbackBinding(ip: string): boolean {
  * A directory holding a `jupyter-store` command that runs this very CLI with this very Node, put
  * first on Jupyter's PATH so that kernels and terminals can run `jupyter store …`.
  */
-export function createCommandShim(): string {
+function createCommandShim(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-store-bin-'));
   const script = `#!/bin/sh\nexec ${shellQuote(process.execPath)} ${shellQuote(path.join(__dirname, 'main.js'))} "$@"\n`;
   fs.writeFileSync(path.join(dir, 'jupyter-store'), script, { mode: 0o755 });
@@ -325,7 +368,7 @@ export function createCommandShim(): string {
 }
 
 /** The prebuilt Lab extensions shipped with this package, if it has been built with them. */
-export function bundledLabextensions(): string[] {
+function bundledLabextensions(): string[] {
   const dir = path.resolve(__dirname, '..', '..', 'labextensions');
   return isDirectory(dir) ? [dir] : [];
 }

@@ -1,21 +1,16 @@
-import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { UsageError } from '@jupyter-store/client';
 import {
-  bundledLabextensions,
   commonSettings,
-  createCommandShim,
   pythonPrefixOf,
+  runWithOwnJupyter,
   warnAboutVisibleSecrets,
   type IGatewayOptions
 } from '../cli/gatewayCommands';
 import { isExecutableFile } from '../fileChecks';
-import { describeExit, findJupyter, JupyterProcess } from '../gateway/jupyterProcess';
-import { Lifecycle } from '../gateway/lifecycle';
+import { findJupyter } from '../gateway/jupyterProcess';
 import { createLogger, type LogLevel } from '../gateway/logger';
-import { removeRuntimeRecord } from '../gateway/runtimeRecord';
-import { startGateway } from '../gateway/start';
 import { HubActivityReporter } from './activity';
 
 /** `singleuser`'s options, as the command line parses them (see `cli/program.ts`). */
@@ -78,77 +73,47 @@ export async function runSingleuser(
   const common = commonSettings(gatewayOptions, pythonPrefixOf(executable));
   const log = createLogger({ level: common.logLevel });
   warnAboutVisibleSecrets(log, gatewayOptions);
-  const shimDir = createCommandShim();
-  let upstream: JupyterProcess | undefined;
-  const gateway = await startGateway({
-    ...common,
+  return runWithOwnJupyter({
+    common,
     log,
-    startUpstream: async () => {
-      upstream = await JupyterProcess.start({
-        jupyter: executable,
-        command: [],
-        rootDir: common.rootDir,
-        baseUrl: common.baseUrl,
-        // The Hub's identity provider authenticates, with the Hub's cookies and tokens.
-        token: undefined,
-        transport: options.upstreamTransport,
-        allowRemoteAccess: true,
-        disableCheckXsrf: false,
-        allowRoot: Boolean(options.allowRoot),
-        configFile: common.configFile,
-        labextensionsPaths: bundledLabextensions(),
-        pathPrepend: [shimDir],
-        extraArgs: options.jupyterArgs,
-        env: {
-          // The single-user server would bind the gateway's address; our flags bind the private
-          // one instead, and Jupyter Server takes a socket only with its default port, 8888.
-          JUPYTERHUB_SERVICE_URL: `http://127.0.0.1:8888${common.baseUrl}`
-        },
+    jupyter: {
+      jupyter: executable,
+      command: [],
+      // The Hub's identity provider authenticates, with the Hub's cookies and tokens.
+      token: undefined,
+      transport: options.upstreamTransport,
+      allowRemoteAccess: true,
+      disableCheckXsrf: false,
+      allowRoot: Boolean(options.allowRoot),
+      extraArgs: options.jupyterArgs,
+      env: {
+        // The single-user server would bind the gateway's address; our flags bind the private
+        // one instead, and Jupyter Server takes a socket only with its default port, 8888.
+        JUPYTERHUB_SERVICE_URL: `http://127.0.0.1:8888${common.baseUrl}`
+      }
+    },
+    upstreamToken: hub.apiToken,
+    // No token in the record or the banner: users log in through the Hub.
+    recordToken: '',
+    upstreamName: 'jupyterhub-singleuser',
+    started: gateway => {
+      if (!hub.activityUrl) {
+        log.warn(
+          'no $JUPYTERHUB_ACTIVITY_URL: saves and store requests are not reported to the Hub'
+        );
+        return;
+      }
+      const reporter = new HubActivityReporter({
+        activityUrl: hub.activityUrl,
+        apiToken: hub.apiToken,
+        serverName: hub.serverName,
+        intervalMs: intervalSeconds * 1000,
         log
       });
-      return upstream.address;
-    },
-    upstreamToken: hub.apiToken
-  });
-  if (!gateway || !upstream) {
-    fs.rmSync(shimDir, { recursive: true, force: true });
-    return 1;
-  }
-  const server = upstream;
-  removeRuntimeRecord(common.runtimeDir, server.pid);
-  if (hub.activityUrl) {
-    const reporter = new HubActivityReporter({
-      activityUrl: hub.activityUrl,
-      apiToken: hub.apiToken,
-      serverName: hub.serverName,
-      intervalMs: intervalSeconds * 1000,
-      log
-    });
-    gateway.onActivity(() => reporter.touch());
-    gateway.onShutdown(() => reporter.close());
-  } else {
-    log.warn('no $JUPYTERHUB_ACTIVITY_URL: saves and store requests are not reported to the Hub');
-  }
-  const lifecycle = new Lifecycle({
-    gateway,
-    log,
-    runtimeDir: common.runtimeDir,
-    stopUpstream: async () => {
-      await server.stop();
-      fs.rmSync(shimDir, { recursive: true, force: true });
+      gateway.onActivity(() => reporter.touch());
+      gateway.onShutdown(() => reporter.close());
     }
   });
-  // No token in the record or the banner: users log in through the Hub.
-  lifecycle.announce({ ...common, token: '', upstream: server.address, upstreamPid: server.pid });
-  void server.exited.then(exit => {
-    if (lifecycle.stopping) return;
-    log.fatal(
-      { exit: describeExit(exit) },
-      'jupyterhub-singleuser exited unexpectedly; the gateway stops too'
-    );
-    void lifecycle.stop(1);
-  });
-  return 0;
 }
 
 namespace Private {
