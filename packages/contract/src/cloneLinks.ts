@@ -83,3 +83,22 @@ namespace Private {
     return `/${path.replace(/^\/+|\/+$/g, '')}/`.replace(/^\/\/$/, '/');
   }
 }
+
+/**
+ * The query parameter with which the gateway sends a visitor of a landing page through
+ * JupyterLab's page first, on a JupyterHub (whose login only the server's own pages start):
+ * `{base}lab?store-landing=<the landing page below base, percent-encoded>`.
+ */
+export const LANDING_PARAMETER = 'store-landing';
+
+/**
+ * The landing page a JupyterLab URL's query (`search`) names in {@link LANDING_PARAMETER},
+ * below the base URL; null when there is none or it is not exactly one of the two landing pages
+ * with a query of its own, so that the parameter cannot lead anywhere else (no other path, no
+ * `..`, no fragment).
+ */
+export function landingTarget(search: string): string | null {
+  const value = new URLSearchParams(search).get(LANDING_PARAMETER);
+  if (!value || !/^store\/(clone|fs-clone)(\?[^#]*)?$/.test(value)) return null;
+  return value;
+}

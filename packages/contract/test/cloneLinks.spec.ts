@@ -1,4 +1,4 @@
-import { cloneLinkUrl, hubLinkContextFromEnv } from '../src/cloneLinks';
+import { cloneLinkUrl, hubLinkContextFromEnv, landingTarget } from '../src/cloneLinks';
 
 const QUERY = { object_bucket: 'notebooks', object_key: 'published/a b&c.ipynb' };
 
@@ -93,5 +93,37 @@ describe('hubLinkContextFromEnv', () => {
         JUPYTERHUB_HOST: 'https://hub.example.org'
       })
     ).toEqual({ hubPrefix: '/jh/hub/', hubHost: 'https://hub.example.org' });
+  });
+});
+
+describe('landingTarget', () => {
+  const search = (value: string) => `?reset&store-landing=${encodeURIComponent(value)}`;
+
+  it('answers either landing page with its own query', () => {
+    expect(landingTarget(search('store/clone?object_bucket=b&object_key=a%20b.ipynb'))).toBe(
+      'store/clone?object_bucket=b&object_key=a%20b.ipynb'
+    );
+    expect(landingTarget(search('store/fs-clone?relpath=x.ipynb'))).toBe(
+      'store/fs-clone?relpath=x.ipynb'
+    );
+    expect(landingTarget(search('store/clone'))).toBe('store/clone');
+  });
+
+  it('refuses anything else: no parameter, another path, a fragment, dot segments', () => {
+    expect(landingTarget('?reset')).toBeNull();
+    expect(landingTarget(search(''))).toBeNull();
+    for (const value of [
+      '/hub/logout',
+      'https://elsewhere.example.org/store/clone?x',
+      '//elsewhere.example.org/store/clone',
+      'store/clone/../../hub/logout',
+      '../store/clone?x',
+      'store/clonex?x',
+      'store/clone#fragment',
+      'store/clone?x#fragment',
+      'api/store/clone?x'
+    ]) {
+      expect(landingTarget(search(value))).toBeNull();
+    }
   });
 });

@@ -1,9 +1,7 @@
 import type { JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { PageConfig, URLExt } from '@jupyterlab/coreutils';
+import { landingTarget } from '@jupyter-store/contract';
+import { PageConfig } from '@jupyterlab/coreutils';
 import { PLUGIN_ID } from './tokens';
-
-/** The query parameter with which the gateway sends a clone link through JupyterLab. */
-export const LANDING_PARAMETER = 'store-landing';
 
 /**
  * Back to a clone landing page after a JupyterHub login. On a Hub, the landing page cannot
@@ -19,16 +17,7 @@ export const hubLandingPlugin: JupyterFrontEndPlugin<void> = {
   autoStart: true,
   activate: (): void => {
     const target = landingTarget(window.location.search);
-    if (target) window.location.replace(URLExt.join(PageConfig.getBaseUrl(), target));
+    // Appended, not joined: a path join would resolve `..` inside the query too.
+    if (target) window.location.replace(`${PageConfig.getBaseUrl().replace(/\/?$/, '/')}${target}`);
   }
 };
-
-/**
- * The landing page named by `search` (a URL's query), relative to the base URL; null when
- * there is none or it is not one of the landing pages.
- */
-export function landingTarget(search: string): string | null {
-  const value = new URLSearchParams(search).get(LANDING_PARAMETER);
-  if (!value || !/^store\/(clone|fs-clone)(\?|$)/.test(value)) return null;
-  return value;
-}

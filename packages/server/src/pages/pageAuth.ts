@@ -1,4 +1,4 @@
-import { hubLinkContextFromEnv } from '@jupyter-store/contract';
+import { hubLinkContextFromEnv, LANDING_PARAMETER } from '@jupyter-store/contract';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { UpstreamAuthUnavailable, type Authenticator, type IRequestChecks } from '../gateway/auth';
 import {
@@ -65,7 +65,7 @@ function loginUrl(request: Request, baseUrl: string, onHub: boolean): string {
   query.delete('token');
   const page = `${request.originalUrl.split('?', 1)[0]}${query.size ? `?${query}` : ''}`;
   if (onHub && page.startsWith(baseUrl)) {
-    return `${baseUrl}lab?store-landing=${encodeURIComponent(page.slice(baseUrl.length))}`;
+    return `${baseUrl}lab?${LANDING_PARAMETER}=${encodeURIComponent(page.slice(baseUrl.length))}`;
   }
   return `${baseUrl}login?next=${encodeURIComponent(page)}`;
 }
