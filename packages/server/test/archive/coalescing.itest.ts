@@ -16,6 +16,7 @@ import { startArchivingGateway, useObjectServer } from '../support/archivingLab'
 import { ecosystemBin } from '../support/ecosystem';
 import { killUpstreamGroup, type IGatewayProcess } from '../support/gateway';
 import { createVersionedBucket } from '../support/objectServers';
+import { pythonNotebookFile } from '../support/notebookSaves';
 
 jest.setTimeout(240_000);
 
@@ -45,19 +46,7 @@ function quickCells(): string {
     outputs: [],
     source: `import time\ntime.sleep(0.5)\nprint(${i})`
   }));
-  return `${JSON.stringify(
-    {
-      cells,
-      metadata: {
-        kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
-        language_info: { name: 'python' }
-      },
-      nbformat: 4,
-      nbformat_minor: 5
-    },
-    null,
-    1
-  )}\n`;
+  return pythonNotebookFile(cells);
 }
 
 async function scratchDir(name: string): Promise<string> {

@@ -19,6 +19,7 @@ import { ecosystemBin } from '../support/ecosystem';
 import type { IGatewayProcess } from '../support/gateway';
 import { withKernel } from '../support/kernel';
 import { createVersionedBucket } from '../support/objectServers';
+import { pythonNotebookFile } from '../support/notebookSaves';
 
 const run = promisify(execFile);
 
@@ -35,28 +36,16 @@ const shared = useObjectServer();
 
 /** A notebook with one code cell holding `source`, as nbformat writes it. */
 function notebook(source: string, outputs: unknown[] = []): string {
-  return `${JSON.stringify(
+  return pythonNotebookFile([
     {
-      cells: [
-        {
-          cell_type: 'code',
-          execution_count: outputs.length ? 1 : null,
-          id: 'c1',
-          metadata: {},
-          outputs,
-          source
-        }
-      ],
-      metadata: {
-        kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
-        language_info: { name: 'python' }
-      },
-      nbformat: 4,
-      nbformat_minor: 5
-    },
-    null,
-    1
-  )}\n`;
+      cell_type: 'code',
+      execution_count: outputs.length ? 1 : null,
+      id: 'c1',
+      metadata: {},
+      outputs,
+      source
+    }
+  ]);
 }
 
 async function scratchDir(name: string): Promise<string> {

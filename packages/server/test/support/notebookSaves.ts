@@ -31,3 +31,23 @@ export async function saveMarkdownNotebook(
   });
   return response.status;
 }
+
+/**
+ * The file text of a Python notebook with these cells, as nbformat writes it (one-space
+ * indentation, a final newline): for tests that write notebooks to disk as Jupyter would.
+ */
+export function pythonNotebookFile(cells: readonly unknown[]): string {
+  return `${JSON.stringify(
+    {
+      cells,
+      metadata: {
+        kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
+        language_info: { name: 'python' }
+      },
+      nbformat: 4,
+      nbformat_minor: 5
+    },
+    null,
+    1
+  )}\n`;
+}
