@@ -22,14 +22,16 @@ const clients: S3Client[] = [];
 
 /**
  * A client of one node, path-style with the cluster's credentials, retrying as the gateway's
- * does (a node that has just come back may answer 503 SlowDown until it reaches its peers).
+ * archive does: a node that has just come back answers 503 (SlowDown, SlowDownRead) for a
+ * while after its health checks pass, until it has caught up with its peers, so a few SDK
+ * attempts with backoff are not always enough.
  */
 function clientOf(index: number): S3Client {
   clients[index] ??= new S3Client({
     endpoint: cluster.nodes[index].endpoint,
     region: cluster.region,
     forcePathStyle: true,
-    maxAttempts: 3,
+    maxAttempts: 10,
     credentials: { accessKeyId: cluster.accessKeyId, secretAccessKey: cluster.secretAccessKey }
   });
   return clients[index];
