@@ -55,6 +55,11 @@ export interface IGatewayProcess {
   stderr(): string;
   /** Resolves with the exit code (or signal name) when the process has ended. */
   readonly exited: Promise<number | string>;
+  /**
+   * When the Jupyter the gateway started began, as the kernel counts it (`/proc/<pid>/stat`),
+   * read once the record is written; undefined without an upstream or off Linux.
+   */
+  readonly upstreamStart: string | undefined;
   /** Send a signal and wait for the exit (SIGKILL after `killAfterMs`); idempotent. */
   stop(signal?: NodeJS.Signals, killAfterMs?: number): Promise<number | string>;
 }
@@ -111,7 +116,16 @@ export async function startGatewayProcess(
     child.once('exit', (code, signal) => resolve(code ?? signal ?? -1))
   );
   let hasExited = false;
-  void exited.then(() => (hasExited = true));
+  let stopping = false;
+  void exited.then(code => {
+    hasExited = true;
+    // A gateway that ends while a test still uses it crashed: show why in the test's output.
+    if (!stopping && record) {
+      console.error(
+        `jupyter-store ${command} exited (${code}) before it was stopped.\nstderr (end):\n${err.slice(-4000)}`
+      );
+    }
+  });
 
   const recordFile = join(state.runtime, `jpserver-${child.pid}.json`);
   const deadline = Date.now() + (options.startTimeoutMs ?? 120_000);
@@ -128,6 +142,7 @@ export async function startGatewayProcess(
     await new Promise(resolve => setTimeout(resolve, 100));
   }
   const stop = async (signal: NodeJS.Signals = 'SIGTERM', killAfterMs = 30_000) => {
+    stopping = true;
     if (!hasExited) child.kill(signal);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<'timeout'>(resolve => {
@@ -161,8 +176,24 @@ export async function startGatewayProcess(
     stdout: () => out,
     stderr: () => err,
     exited,
+    upstreamStart: found.upstream_pid ? processStart(found.upstream_pid) : undefined,
     stop
   };
+}
+
+/**
+ * When a process began, in clock ticks since boot (field 22 of `/proc/<pid>/stat`): with the pid,
+ * it names one process even after the pid is reused. Undefined when it is gone or off Linux.
+ */
+export function processStart(pid: number): string | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) is in parentheses and may hold spaces: count from after it.
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
 }
 
 /**
@@ -172,6 +203,9 @@ export async function startGatewayProcess(
 export function killUpstreamGroup(gateway: IGatewayProcess): void {
   const pid = gateway.record.upstream_pid;
   if (!pid) return;
+  // Once that Jupyter has ended, its pid (and so its group id) may belong to another test's
+  // Jupyter: pids wrap around within one run of the suite. Kill only the group it still leads.
+  if (gateway.upstreamStart === undefined || processStart(pid) !== gateway.upstreamStart) return;
   try {
     process.kill(-pid, 'SIGKILL');
   } catch {
