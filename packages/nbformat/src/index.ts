@@ -15,9 +15,11 @@ export {
 } from './repr';
 export { stringifyPythonNumbers } from './stringify';
 export {
+  type INotebookFacts,
   type NotebookNode,
   type NotebookOptions,
   type NotebookParseReason,
+  type ReadNotebookOptions,
   type ReadNotebookResult,
   type SerializedNotebook,
   NotebookParseError,

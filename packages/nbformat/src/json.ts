@@ -53,6 +53,24 @@ export function parsePythonJson(input: string | Buffer): unknown {
   return parseWithSpecials(bytes, specials);
 }
 
+/**
+ * {@link parsePythonJson} of bytes, also telling whether a plain `JSON.parse` read them (no
+ * lexeme needed care), for a caller that may read the same bytes again.
+ *
+ * @param plain - the caller knows that these exact bytes need no care (an earlier parse said
+ *   so): the scan for such lexemes, a third of the time of a parse, is skipped.
+ */
+export function parsePythonJsonBytes(
+  bytes: Buffer,
+  plain = false
+): { value: unknown; plain: boolean } {
+  const specials = plain ? null : findSpecialLexemes(bytes);
+  if (specials === null) {
+    return { value: JSON.parse(bytes.toString('utf8')), plain: true };
+  }
+  return { value: parseWithSpecials(bytes, specials), plain: false };
+}
+
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const MINUS = 0x2d;
@@ -185,9 +203,22 @@ function classifyNumber(
   return Number.isInteger(value) ? new PyNumber('float', pythonFloatRepr(value)) : undefined;
 }
 
+/** Strings are looked at byte by byte up to this length, beyond it with `indexOf`. */
+const INLINE_STRING_BYTES = 64;
+
 /** The index just after the string that opens at `start` (or the end of the input). */
 function endOfString(bytes: Uint8Array, start: number): number {
+  // Most strings are short (keys, lines of text): reading their bytes here costs less than a
+  // call into indexOf, which pays for the long ones (images).
+  const inline = Math.min(start + INLINE_STRING_BYTES, bytes.length);
   let from = start + 1;
+  while (from < inline) {
+    const code = bytes[from];
+    if (code === QUOTE) {
+      return from + 1;
+    }
+    from += code === BACKSLASH ? 2 : 1;
+  }
   while (true) {
     const quote = bytes.indexOf(QUOTE, from);
     if (quote < 0) {

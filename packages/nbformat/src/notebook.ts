@@ -34,7 +34,7 @@ import {
   requireHashable
 } from './dict';
 import { PythonException, unicodeEncodeError } from './exception';
-import { dumpsPython, dumpsPythonChecked, isPlainObject, parsePythonJson } from './json';
+import { dumpsPython, dumpsPythonChecked, isPlainObject, parsePythonJsonBytes } from './json';
 import { pythonKind, pythonTruthy } from './pynumber';
 import {
   codePointLength,
@@ -102,6 +102,29 @@ export interface NotebookOptions {
   generateCellId?: CellIdGenerator;
 }
 
+/**
+ * What {@link readNotebook} learnt about some bytes, so that reading the same bytes again skips
+ * that work. A caller keeps one per content it can tell apart (a file's inode, size and times,
+ * as the trust signature cache tells them) and passes it to every read of that content; the
+ * read fills it in.
+ */
+export interface INotebookFacts {
+  /**
+   * The notebook passed the schema check (no `validationMessage`): the check, a walk of the whole
+   * notebook, is skipped. The cell-id repair is still done, and a notebook nbformat fails on
+   * still fails. The verdict does not depend on the generated cell ids.
+   */
+  valid?: boolean;
+  /** No number or token needed Python's typing: the bytes are not scanned for them. */
+  plainJson?: boolean;
+}
+
+/** Options for {@link readNotebook}. */
+export interface ReadNotebookOptions extends NotebookOptions {
+  /** What earlier reads of these exact bytes learnt; this read adds what it learns. */
+  facts?: INotebookFacts;
+}
+
 /** The result of {@link readNotebook}. */
 export interface ReadNotebookResult {
   /** The notebook as Jupyter's contents model holds it (nbformat 4; strings joined). */
@@ -133,7 +156,7 @@ export function randomCellId(): string {
  * a new random id. Numbers keep their Python types (see `parsePythonJson`). Throws
  * {@link NotebookParseError} when Jupyter would answer 400.
  */
-export function readNotebook(bytes: Buffer, options: NotebookOptions = {}): ReadNotebookResult {
+export function readNotebook(bytes: Buffer, options: ReadNotebookOptions = {}): ReadNotebookResult {
   const generateCellId = options.generateCellId ?? randomCellId;
   if (!isUtf8(bytes)) {
     throw new NotebookParseError(
@@ -142,9 +165,14 @@ export function readNotebook(bytes: Buffer, options: NotebookOptions = {}): Read
       "UnicodeDecodeError('utf-8')"
     );
   }
+  const facts = options.facts;
   let parsed: unknown;
   try {
-    parsed = parsePythonJson(bytes);
+    const result = parsePythonJsonBytes(bytes, facts?.plainJson === true);
+    parsed = result.value;
+    if (facts !== undefined && result.plain) {
+      facts.plainJson = true;
+    }
   } catch (error) {
     if (error instanceof SyntaxError) {
       throw notJsonError(bytes.toString('utf8'));
@@ -153,8 +181,14 @@ export function readNotebook(bytes: Buffer, options: NotebookOptions = {}): Read
   }
   try {
     const notebook = toVersion4(parsed, generateCellId);
-    const invalid = validateNotebookInPlace(notebook, generateCellId);
-    return invalid === undefined ? { notebook } : { notebook, validationMessage: invalid.message };
+    const invalid = validateNotebookInPlace(notebook, generateCellId, facts?.valid !== true);
+    if (invalid !== undefined) {
+      return { notebook, validationMessage: invalid.message };
+    }
+    if (facts !== undefined) {
+      facts.valid = true;
+    }
+    return { notebook };
   } catch (error) {
     if (error instanceof PythonException) {
       throw new NotebookParseError(error.message, 'unreadable', error.pythonRepr);

@@ -144,10 +144,46 @@ function writeTopLevelDict(record: Record<string, unknown>, output: Output): voi
  * numbers stay `null`, as `JSON.stringify` writes them. Any value `JSON.stringify` takes is
  * taken (`toJSON`, lone surrogates escaped).
  *
+ * A value made of plain objects, arrays and JSON scalars (every contents model) is prepared as a
+ * notebook file is (see {@link prepareAnswer}) and written by `JSON.stringify` without a replacer:
+ * a replacer function is called from native code for every key and value, which cost more than
+ * the serialisation itself (a notebook answer was written at half the speed). Anything else (a
+ * `Date`, a class instance, a cycle) takes the replacer, which handles every value
+ * `JSON.stringify` takes.
+ *
  * @param nonce - the marker prefix; tests pass their own to provoke clashes, which are resolved
  *   by writing again with a new random prefix.
  */
 export function stringifyPythonNumbers(value: unknown, nonce: string = NONCE): Buffer {
+  const markers: Markers = { nonce, texts: [] };
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(prepareAnswer(value, markers));
+  } catch (error) {
+    if (error !== GIVE_UP && !(error instanceof RangeError)) {
+      throw error;
+    }
+  }
+  if (text === undefined) {
+    return stringifyWithReplacer(value, nonce);
+  }
+  const output = new Output(markers, true);
+  try {
+    output.json(text, 0, 0);
+    return output.finish('');
+  } catch (error) {
+    if (error === GIVE_UP) {
+      return stringifyPythonNumbers(value, freshNonce());
+    }
+    throw error;
+  }
+}
+
+/**
+ * {@link stringifyPythonNumbers} for any value: `JSON.stringify` with a replacer (exported for
+ * the tests, which hold the faster path to its output).
+ */
+export function stringifyWithReplacer(value: unknown, nonce: string = NONCE): Buffer {
   const markers: Markers = { nonce, texts: [] };
   const text = JSON.stringify(value, function (this: unknown, key: string, item: unknown) {
     // `item` has been through `toJSON` already; a PyNumber's is a plain number.
@@ -166,7 +202,7 @@ export function stringifyPythonNumbers(value: unknown, nonce: string = NONCE): B
     return output.finish('');
   } catch (error) {
     if (error === GIVE_UP) {
-      return stringifyPythonNumbers(value, freshNonce());
+      return stringifyWithReplacer(value, freshNonce());
     }
     throw error;
   }
@@ -257,8 +293,11 @@ class Output {
     if (this.replaced !== this.markers.texts.length) {
       throw GIVE_UP;
     }
-    this.bytes(Buffer.from(trailer, 'utf8'));
-    return Buffer.concat(this.pieces, this.length);
+    if (trailer !== '') {
+      this.bytes(Buffer.from(trailer, 'utf8'));
+    }
+    // One piece (an answer without markers) is the result as it is, not copied again.
+    return this.pieces.length === 1 ? this.pieces[0] : Buffer.concat(this.pieces, this.length);
   }
 }
 
@@ -455,6 +494,78 @@ function prepareWithMarkedKeys(
     copy[name] = isShortString(item) ? item : prepare(item, markers);
   }
   return copy;
+}
+
+/**
+ * The value to hand to `JSON.stringify` for an answer, as {@link prepare} for a file but with the
+ * keys in their own order: the same value where nothing needs a marker (shared, not copied), else
+ * a copy with markers for the numbers Python spells differently. Gives up on anything that is
+ * not a plain object, an array or a JSON scalar, whose `JSON.stringify` output (`toJSON`,
+ * omitted functions) only the replacer reproduces.
+ */
+function prepareAnswer(value: unknown, markers: Markers): unknown {
+  switch (typeof value) {
+    case 'string':
+      // Long strings too are left to JSON.stringify: writing them apart (as a file does) costs
+      // more than it saves once the pieces are joined into one answer.
+      return value;
+    case 'number':
+      // Non-finite numbers stay as they are: JSON.stringify writes null, as an answer must.
+      return !Number.isFinite(value) || stringifiesAsPython(value)
+        ? value
+        : marker(markers, formatNumber(value));
+    case 'boolean':
+    case 'undefined':
+      return value;
+    case 'object':
+      break;
+    default:
+      throw GIVE_UP;
+  }
+  if (value === null) {
+    return value;
+  }
+  if (Array.isArray(value)) {
+    return prepareAnswerArray(value, markers);
+  }
+  if (value instanceof PyNumber) {
+    return marker(markers, value.text);
+  }
+  if (!isPlainObject(value) || typeof value.toJSON === 'function') {
+    throw GIVE_UP;
+  }
+  const keys = Object.keys(value);
+  let copy: Record<string, unknown> | undefined;
+  for (let i = 0; i < keys.length; i++) {
+    const item = value[keys[i]];
+    const prepared = typeof item === 'string' ? item : prepareAnswer(item, markers);
+    if (copy === undefined && prepared !== item) {
+      // Made in the original's order, which a copy enumerates in too (integer-like keys first).
+      copy = {};
+      for (let k = 0; k < i; k++) {
+        setOwn(copy, keys[k], value[keys[k]]);
+      }
+    }
+    if (copy !== undefined) {
+      setOwn(copy, keys[i], prepared);
+    }
+  }
+  return copy ?? value;
+}
+
+function prepareAnswerArray(array: unknown[], markers: Markers): unknown[] {
+  let copy: unknown[] | undefined;
+  for (let i = 0; i < array.length; i++) {
+    const item = array[i];
+    const prepared = typeof item === 'string' ? item : prepareAnswer(item, markers);
+    if (copy === undefined && prepared !== item) {
+      copy = array.slice(0, i);
+    }
+    if (copy !== undefined) {
+      copy.push(prepared);
+    }
+  }
+  return copy ?? array;
 }
 
 function isShortString(value: unknown): boolean {

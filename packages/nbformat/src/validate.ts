@@ -78,10 +78,15 @@ export interface IValidationError {
  * Throws a {@link PythonException} where nbformat itself fails with an exception other than a
  * `ValidationError` (for example a non-integer `nbformat_minor`, or a cells list that holds
  * something other than objects): Jupyter then fails the read or the save.
+ *
+ * @param checkSchema - false skips the schema check (the only walk of the whole notebook) and
+ *   answers undefined, for a caller that knows these exact contents passed it already; the
+ *   version checks and the cell-id repair are still done.
  */
 export function validateNotebookInPlace(
   notebook: JsonObject,
-  generateCellId: CellIdGenerator
+  generateCellId: CellIdGenerator,
+  checkSchema = true
 ): IValidationError | undefined {
   const version = getOrDefault(notebook, 'nbformat', 1);
   const minor = getOrDefault(notebook, 'nbformat_minor', 0);
@@ -91,7 +96,7 @@ export function validateNotebookInPlace(
   if (compareVersion(version, minor, 4, 5) >= 0) {
     normalizeCellIds(notebook, generateCellId);
   }
-  return firstValidationError(notebook, version, minor);
+  return checkSchema ? firstValidationError(notebook, version, minor) : undefined;
 }
 
 /**

@@ -62,6 +62,20 @@ describe('#parsePythonJson()', () => {
     ]);
   });
 
+  it('finds the end of strings of every length, escapes at any place', () => {
+    for (let length = 0; length < 140; length++) {
+      for (const escape of ['\\"', '\\\\', '\\u0022', '\\n']) {
+        const head = 'a'.repeat(length);
+        const text = `["${head}${escape}1.0", 1.0, "${head}${escape}", 2e3, "${escape}${head}"]`;
+        expect(parsePythonJson(text)).toEqual(
+          JSON.parse(text.replace('1.0,', '"one",').replace('2e3', '"two"')).map((item: unknown) =>
+            item === 'one' ? float('1.0') : item === 'two' ? float('2000.0') : item
+          )
+        );
+      }
+    }
+  });
+
   it('reads a Buffer as UTF-8', () => {
     expect(parsePythonJson(Buffer.from('{"é": [1.0, "😀"]}', 'utf8'))).toEqual({
       é: [float('1.0'), '😀']

@@ -2,6 +2,7 @@
  * Reading and writing notebook files as Jupyter Server 2.21.1 does with nbformat 5.11.1.
  */
 import {
+  type INotebookFacts,
   NotebookParseError,
   NotebookWriteError,
   dumpsPython,
@@ -204,6 +205,52 @@ describe('#readNotebook()', () => {
 
   it('keeps the minor version of an older v4 notebook, without adding ids', () => {
     expect(dumped(read(VECTORS.v42File).notebook)).toBe(VECTORS.readV42);
+  });
+
+  it('learns facts about bytes, and reads the same bytes with them exactly as without', () => {
+    // Only the first holds numbers that need Python's typing (1.0 and a big integer).
+    const texts = [VECTORS.writeBytes, VECTORS.idsFile, VECTORS.v3File, VECTORS.v42File];
+    for (const [index, text] of texts.entries()) {
+      const facts: INotebookFacts = {};
+      const first = readNotebook(Buffer.from(text, 'utf8'), {
+        generateCellId: counterIds(),
+        facts
+      });
+      expect(facts).toEqual(index === 0 ? { valid: true } : { valid: true, plainJson: true });
+      const again = readNotebook(Buffer.from(text, 'utf8'), {
+        generateCellId: counterIds(),
+        facts
+      });
+      expect(dumped(again.notebook)).toBe(dumped(first.notebook));
+      expect(again.validationMessage).toBeUndefined();
+    }
+    const facts: INotebookFacts = {};
+    const invalid =
+      '{"cells": [{"cell_type": "code", "id": "a", "metadata": {}, "source": ""}], "metadata": {"a": 1.0}, "nbformat": 4, "nbformat_minor": 5}';
+    expect(read(invalid).validationMessage).toBeDefined();
+    readNotebook(Buffer.from(invalid, 'utf8'), { facts });
+    expect(facts).toEqual({});
+  });
+
+  it('skips only the schema check for bytes the caller knows to be valid', () => {
+    const known = (text: string) =>
+      readNotebook(Buffer.from(text, 'utf8'), {
+        generateCellId: counterIds(),
+        facts: { valid: true }
+      });
+    // The same notebook, ids repaired, versions upgraded.
+    expect(dumped(known(VECTORS.writeBytes).notebook)).toBe(VECTORS.readV4);
+    expect(dumped(known(VECTORS.idsFile).notebook)).toBe(VECTORS.readIds);
+    expect(dumped(known(VECTORS.v3File).notebook)).toBe(VECTORS.readV3);
+    // The caller vouches for the verdict: a notebook that is not valid gets no message.
+    const invalid =
+      '{"cells": [{"cell_type": "code", "id": "a", "metadata": {}, "source": ""}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}';
+    expect(read(invalid).validationMessage).toBeDefined();
+    expect(known(invalid).validationMessage).toBeUndefined();
+    // What nbformat fails on still fails.
+    expect(() => known('{"cells": [], "nbformat": 4, "nbformat_minor": 1.5}')).toThrow(
+      NotebookParseError
+    );
   });
 
   it('refuses bytes that are not UTF-8, as a bad format', () => {

@@ -9,7 +9,12 @@ import {
   serializeNotebook,
   writeNotebook
 } from '../src';
-import { dumpsNotebookJson, markerNonce, stringifyPythonNumbers } from '../src/stringify';
+import {
+  dumpsNotebookJson,
+  markerNonce,
+  stringifyPythonNumbers,
+  stringifyWithReplacer
+} from '../src/stringify';
 
 /** `json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False)` and a final newline. */
 function exact(value: unknown): string {
@@ -136,6 +141,65 @@ describe('#stringifyPythonNumbers()', () => {
     const value = { a: '"clash-0"', b: 'clash-0', c: new PyNumber('float', '1.0') };
     expect(text(value, 'clash-')).toBe('{"a":"\\"clash-0\\"","b":"clash-0","c":1.0}');
     expect(text(['clash-0', new PyNumber('float', '1.0')], 'clash-')).toBe('["clash-0",1.0]');
+  });
+
+  it('writes long strings, and the nonce in them, as JSON.stringify does', () => {
+    const value = {
+      png: LONG,
+      quoted: LONG + '"\\\n\u0001',
+      unicode: 'é€😀'.repeat(400),
+      lone: LONG + '\ud800',
+      clash: `clash-0${LONG}`,
+      list: [LONG, 'clash-1', new PyNumber('float', '2.0'), LONG]
+    };
+    const expected = JSON.stringify(value).replace('"clash-1",2,', '"clash-1",2.0,');
+    expect(text(value)).toBe(expected);
+    expect(text(value, 'clash-')).toBe(expected);
+  });
+
+  it('writes exactly what the replacer writes, for models and for anything else', () => {
+    const notebook = parsePythonJson(
+      '{"cells": [{"cell_type": "code", "execution_count": 1, "id": "a", "metadata": {"10": 1.0, "9": 1e-07, "trusted": false, "__proto__": {"x": 1e16}}, "outputs": [{"output_type": "execute_result", "execution_count": 1, "metadata": {}, "data": {"application/json": {"2": 18446744073709551616, "10": [NaN, -Infinity, 0.5, -0.0]}, "text/plain": "x\\ny"}}], "source": "a\\nb"}], "metadata": {"1": {}, "a": 0.5, "b": 12345678901234567.5}, "nbformat": 4, "nbformat_minor": 5}'
+    );
+    const model = {
+      name: 'n.ipynb',
+      path: 'd/n.ipynb',
+      last_modified: '2026-11-24T10:40:13.123456Z',
+      content: notebook,
+      format: 'json',
+      mimetype: null,
+      size: 1234,
+      writable: true,
+      hash: undefined,
+      message: 'Notebook validation failed: \u0000',
+      type: 'notebook'
+    };
+    const sparse: unknown[] = [1e-5];
+    sparse[3] = LONG;
+    const values: unknown[] = [
+      model,
+      [model, model],
+      { when: new Date(0), inner: { small: 1e-9 } },
+      { toJSON: () => ({ small: 1e-9 }) },
+      [() => 1, Symbol('s'), undefined, 1e21, 2 ** 53 + 2],
+      { f: () => 1, u: undefined, n: null, big: new PyNumber('int', '123456789012345678901') },
+      sparse,
+      'clash-0',
+      1e-7,
+      null,
+      Object.assign(Object.create(null), { a: 1e-7 })
+    ];
+    for (const value of values) {
+      expect(text(value)).toBe(stringifyWithReplacer(value).toString('utf8'));
+      expect(text(value, 'clash-')).toBe(stringifyWithReplacer(value, 'clash-').toString('utf8'));
+    }
+  });
+
+  it('fails on what JSON.stringify fails on', () => {
+    const cycle: Record<string, unknown> = { a: 1 };
+    cycle.self = cycle;
+    expect(() => stringifyPythonNumbers(cycle)).toThrow(TypeError);
+    expect(() => stringifyPythonNumbers({ a: 1n })).toThrow(TypeError);
   });
 });
 

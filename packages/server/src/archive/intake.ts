@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { RootFs } from '../contents/rootFs';
+import { RootFs, type IFileIdentity } from '../contents/rootFs';
 import { hasErrorCode } from '../errors';
 import { httpErrors } from '../http/errorCatalogue';
 import type { Logger } from '../gateway/logger';
@@ -138,12 +138,17 @@ export class ArchiveIntake implements IChangeSink {
     this._cancelPendingDelete(apiPath);
     const known = this._known.get(apiPath);
     const holder: Private.IStatHolder = { stat: undefined, racy: true };
-    // Fill in the stat for the index, without delaying the journal.
-    const statRead = fs.lstat(this._osPath(apiPath)).then(
-      stats => this._fillStat(apiPath, sha256, holder, stats),
-      () => undefined
-    );
+    const written = writtenStat(save.written?.after, known?.stat);
+    // The stat for the index: what the save saw of its file, or read without delaying the journal.
+    const statRead =
+      written === undefined
+        ? fs.lstat(this._osPath(apiPath)).then(
+            stats => this._fillStat(apiPath, sha256, holder, fileStat(stats)),
+            () => undefined
+          )
+        : undefined;
     if (known?.sha256 === sha256 && (known.archived || known.durable)) {
+      if (written) this._fillStat(apiPath, sha256, holder, written);
       await statRead;
       return false;
     }
@@ -157,6 +162,7 @@ export class ArchiveIntake implements IChangeSink {
       archived: false,
       durable: true
     });
+    if (written) this._fillStat(apiPath, sha256, holder, written);
     await Promise.all([
       this._enqueue(
         apiPath,
@@ -174,6 +180,12 @@ export class ArchiveIntake implements IChangeSink {
    * reads there is not queued (it may be an empty reservation or a write half done, and the
    * gateway reports its save itself). If no save was reported meanwhile, the path is looked at
    * again when the hold ends.
+   *
+   * #### Notes
+   * A look asked for while the path is held (the watcher reporting the gateway's own write
+   * before the save reached the intake: under load the event loop may run the watcher's
+   * callback first) waits for the end of the hold instead of settling and reading a file that
+   * the save is about to report: it then finds the saved state, for one `lstat`.
    */
   holdObservation(apiPath: string): () => void {
     this._holds.set(apiPath, (this._holds.get(apiPath) ?? 0) + 1);
@@ -185,8 +197,13 @@ export class ArchiveIntake implements IChangeSink {
       const left = (this._holds.get(apiPath) ?? 1) - 1;
       if (left > 0) this._holds.set(apiPath, left);
       else this._holds.delete(apiPath);
-      if ((this._savesReported.get(apiPath) ?? 0) === savesBefore && !this._closed) {
+      const putOff = left > 0 ? undefined : this._looksAfterHold.get(apiPath);
+      if (putOff !== undefined) this._looksAfterHold.delete(apiPath);
+      if (this._closed) return;
+      if ((this._savesReported.get(apiPath) ?? 0) === savesBefore) {
         void this.look(apiPath, 'gateway');
+      } else if (putOff !== undefined) {
+        void this.look(apiPath, putOff);
       }
     };
   }
@@ -279,6 +296,10 @@ export class ArchiveIntake implements IChangeSink {
     this._scanSubtree?.(to, source);
   }
 
+  isKnownFile(apiPath: string): boolean {
+    return this._known.get(apiPath)?.stat !== undefined && !this._pendingDeletes.has(apiPath);
+  }
+
   rescan(reason: string, source: ChangeSource): void {
     this._counts[source].seen++;
     this._log.info({ source, reason }, 'rescanning the root');
@@ -358,7 +379,8 @@ export class ArchiveIntake implements IChangeSink {
 
   /**
    * Wait for every look and delete under way (and those they start) to be queued; with
-   * `apiPath`, only for those of that path.
+   * `apiPath`, only for those of that path. Rechecks of racy stats waiting for their time run
+   * at once (see {@link _recheckLater}), so that their outcome is queued too.
    */
   async idle(timeoutMs = 30_000, apiPath?: string): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
@@ -367,31 +389,46 @@ export class ArchiveIntake implements IChangeSink {
       return chain === undefined ? [] : [chain];
     };
     while (Date.now() < deadline) {
+      const rechecks = apiPath === undefined ? [...this._rechecks.keys()] : [apiPath];
+      for (const path of rechecks) this._recheckNow(path);
       const busy =
         apiPath === undefined
           ? [...this._lookChains.values(), ...this._enqueueChains.values(), ...this._background]
           : [...ofPath(this._lookChains), ...ofPath(this._enqueueChains)];
-      const deleting =
-        apiPath === undefined ? this._pendingDeletes.size > 0 : this._pendingDeletes.has(apiPath);
-      if (busy.length === 0 && !deleting) return true;
-      // Held deletes wait for timers: give them turns of the event loop.
+      const waiting =
+        apiPath === undefined
+          ? this._pendingDeletes.size > 0 || this._looksAfterHold.size > 0
+          : this._pendingDeletes.has(apiPath) || this._looksAfterHold.has(apiPath);
+      if (busy.length === 0 && !waiting) return true;
+      // Held deletes wait for timers, put-off looks for the end of a save: give them turns of
+      // the event loop.
       if (busy.length === 0) await sleep(20);
       else await Promise.race([Promise.allSettled(busy), sleep(50)]);
     }
     return false;
   }
 
-  /** Stop: no new work is started; timers of held deletes are cancelled (the next scan redoes them). */
+  /**
+   * Stop: no new work is started; timers of held deletes and of rechecks are cancelled (the next
+   * scan redoes them).
+   */
   close(): void {
     this._closed = true;
     for (const pending of this._pendingDeletes.values()) clearTimeout(pending.timer);
     this._pendingDeletes.clear();
+    for (const pending of this._rechecks.values()) clearTimeout(pending.timer);
+    this._rechecks.clear();
   }
 
   private async _lookNow(apiPath: string, source: ChangeSource): Promise<void> {
+    if (this._holds.has(apiPath)) {
+      // The gateway is writing it: look once the write is over (see holdObservation).
+      if (!this._looksAfterHold.has(apiPath)) this._looksAfterHold.set(apiPath, source);
+      return;
+    }
     const generation = this._generation(apiPath);
     if (source === 'scan') await this._queue.waitForRoom(this._maxPendingForBulk);
-    if (await this._stillAsKnown(apiPath)) return;
+    if (await this._stillAsKnown(apiPath, source)) return;
     const read = await this._settleAndRead(apiPath);
     if (this._closed) return;
     if (read.kind === 'directory') {
@@ -464,22 +501,29 @@ export class ArchiveIntake implements IChangeSink {
   /**
    * Is the file still exactly the state known for its path, so that settling and reading it
    * would find nothing to queue? This is what the watcher's and Jupyter's reports of the
-   * gateway's own saves find, and it costs one `lstat`, or one read when the known stat is racy.
+   * gateway's own saves find, and it costs one `lstat`.
    *
    * #### Notes
    * A stat that differs from the known one, or no known stat yet, leaves the path to the full
    * look. An equal stat is trusted as the scan trusts it, unless it is racy: a write by someone
    * else within the same timestamp tick as the known write, the same size, in the same inode,
-   * leaves the same stat, so the bytes are read (without settling: equal bytes need none) and
-   * compared with the known content. A write that lands after this check is reported again.
+   * leaves the same stat, so the bytes must be read (without settling: equal bytes need none)
+   * and compared with the known content. That read is put off until the stat is no longer racy
+   * (see {@link _recheckLater}), when one read settles the question for good, because every save
+   * the gateway answers is racy when its own watcher report comes, tens of milliseconds later:
+   * reading it then would read back every save (an open, a stat, a read, a close and a hash) to
+   * rule out a write that almost never happens. A write that lands after this check is
+   * reported again.
    */
-  private async _stillAsKnown(apiPath: string): Promise<boolean> {
+  private async _stillAsKnown(apiPath: string, source: ChangeSource): Promise<boolean> {
     const known = this._known.get(apiPath);
     if (known?.stat === undefined || this._pendingDeletes.has(apiPath)) return false;
     const osPath = this._osPath(apiPath);
+    const readNow = !known.racy || this._readNow.delete(known) || this._closed;
+    const clearAt = known.stat.mtimeMs + RACY_WINDOW_MS;
     let stats: Stats;
     try {
-      if (known.racy) {
+      if (known.racy && (readNow || Date.now() >= clearAt)) {
         const readAt = Date.now();
         const read = await this._files.readFile(osPath, { followSymlinks: false });
         if (hash(read.bytes) !== known.sha256) return false;
@@ -494,9 +538,58 @@ export class ArchiveIntake implements IChangeSink {
     } catch {
       return false;
     }
-    return (
-      stats.isFile() && sameStat(known.stat, fileStat(stats)) && this._known.get(apiPath) === known
-    );
+    if (
+      !stats.isFile() ||
+      !sameStat(known.stat, fileStat(stats)) ||
+      this._known.get(apiPath) !== known
+    ) {
+      return false;
+    }
+    if (known.racy) this._recheckLater(apiPath, known, clearAt, source);
+    return true;
+  }
+
+  /**
+   * Read a path whose known state has a racy stat once that state is no longer racy, unless the
+   * state was replaced meanwhile (see {@link _stillAsKnown}).
+   *
+   * #### Notes
+   * - One recheck per path: a newer state of the path replaces the older one's. When a newer
+   *   state replaced it (almost always a newer gateway save, which renamed a new file over the
+   *   old one), the check is dropped: whatever else was written into the old file is gone from
+   *   the disk, as it would be if the gateway's save had come a moment later.
+   * - {@link idle} runs the pending rechecks at once, so that its caller sees their outcome (a
+   *   stop waits for it before {@link close}, which drops what is left). The index keeps an
+   *   entry racy until a read confirms it, so the next start's scan reads a file whose recheck
+   *   never ran.
+   * - A stat from the future (clock skew) is read after the racy window all the same, and stays
+   *   racy: it is rechecked again after its next report.
+   */
+  private _recheckLater(
+    apiPath: string,
+    known: Private.IKnown,
+    clearAt: number,
+    source: ChangeSource
+  ): void {
+    const pending = this._rechecks.get(apiPath);
+    if (pending?.known === known) return;
+    if (pending) clearTimeout(pending.timer);
+    // Past the window by a tick, so that the read settles the state (see _settleRacy).
+    const delay = Math.min(Math.max(0, clearAt - Date.now()), RACY_WINDOW_MS) + 10;
+    const timer = setTimeout(() => this._recheckNow(apiPath), delay);
+    timer.unref();
+    this._rechecks.set(apiPath, { known, source, timer });
+  }
+
+  /** Run the path's pending recheck now (a look that reads the file), if it still applies. */
+  private _recheckNow(apiPath: string): void {
+    const pending = this._rechecks.get(apiPath);
+    if (!pending) return;
+    clearTimeout(pending.timer);
+    this._rechecks.delete(apiPath);
+    if (this._closed || this._known.get(apiPath) !== pending.known) return;
+    this._readNow.add(pending.known);
+    void this.look(apiPath, pending.source);
   }
 
   /** The known state's stat was confirmed by a read long enough after its write: not racy. */
@@ -745,10 +838,10 @@ export class ArchiveIntake implements IChangeSink {
     apiPath: string,
     sha256: string,
     holder: Private.IStatHolder,
-    stats: Stats
+    stat: IFileStat
   ): void {
-    holder.stat = fileStat(stats);
-    holder.racy = Date.now() - stats.mtimeMs < RACY_WINDOW_MS;
+    holder.stat = stat;
+    holder.racy = Date.now() - stat.mtimeMs < RACY_WINDOW_MS;
     const known = this._known.get(apiPath);
     if (known?.sha256 === sha256) {
       known.stat = holder.stat;
@@ -808,10 +901,16 @@ export class ArchiveIntake implements IChangeSink {
   private readonly _renamedInto = new Map<string, string>();
   /** Paths the gateway is writing, with how many writes (see holdObservation). */
   private readonly _holds = new Map<string, number>();
+  /** Held paths a look was asked for meanwhile, with the source that asked first. */
+  private readonly _looksAfterHold = new Map<string, ChangeSource>();
   /** How many saves the gateway reported per path (holds compare it at their end). */
   private readonly _savesReported = new Map<string, number>();
   /** Bumped by the gateway's saves, renames and deletes, so that a stale look is redone. */
   private readonly _generations = new Map<string, number>();
+  /** Per path, the known state whose racy stat is to be confirmed by a read later. */
+  private readonly _rechecks = new Map<string, Private.IRecheck>();
+  /** Known states that the next look reads at once (a recheck is due or was hurried). */
+  private readonly _readNow = new WeakSet<Private.IKnown>();
   private readonly _counts: SourceCounts = {
     gateway: { seen: 0, archived: 0 },
     events: { seen: 0, archived: 0 },
@@ -902,6 +1001,13 @@ namespace Private {
     racy: boolean;
   }
 
+  export interface IRecheck {
+    /** The state to confirm: the recheck is dropped once another replaced it. */
+    known: IKnown;
+    source: ChangeSource;
+    timer: NodeJS.Timeout;
+  }
+
   export interface IPendingDelete {
     source: ChangeSource;
     sha256: string;
@@ -917,6 +1023,24 @@ namespace Private {
         state: { sha256: string; stat: IFileStat; racy: boolean };
         holder: IStatHolder;
       };
+}
+
+/**
+ * The stat of the file a gateway save wrote, from what the save itself saw of it (`written.after`,
+ * taken before the rename that put it in place), without asking the file system again.
+ *
+ * #### Notes
+ * That lacks the device, which is taken from the path's known stat: the file before it, in the
+ * same folder. Without one (the path's first save since start-up, or an unknown stat) the
+ * caller reads the stat instead. A device that is not the file's (a file system mounted on the
+ * folder meanwhile) only makes the next scan read the file once more.
+ */
+function writtenStat(
+  after: IFileIdentity | undefined,
+  previous: IFileStat | undefined
+): IFileStat | undefined {
+  if (after === undefined || previous === undefined || previous.dev < 0) return undefined;
+  return { dev: previous.dev, ino: after.ino, size: after.size, mtimeMs: after.mtimeMs };
 }
 
 function hash(bytes: Buffer): string {

@@ -102,6 +102,8 @@ export class ArchiveJournal {
     options: ArchiveJournal.IOptions = {}
   ) {
     this._beforeForget = options.beforeForget;
+    this._settleWindowMs = options.settleWindowMs ?? SETTLE_WINDOW_MS;
+    this._settleWindowMax = options.settleWindowMax ?? SETTLE_WINDOW_MAX;
   }
 
   /**
@@ -130,6 +132,7 @@ export class ArchiveJournal {
         if (read.done.has(record.seq)) continue;
         kept.live.add(record.seq);
         this._segmentOf.set(record.seq, kept);
+        this._outstanding.add(record.seq);
         this._noteSettling(record);
         records.push(record);
       }
@@ -167,6 +170,7 @@ export class ArchiveJournal {
     };
     const segment = this._segmentForAppend(seq);
     segment.appending = (segment.appending ?? 0) + 1;
+    this._appending++;
     try {
       const end = await this._write(
         segment,
@@ -176,12 +180,17 @@ export class ArchiveJournal {
     } catch (error) {
       // A frame half written may end the segment: nothing more goes after it.
       this._retire(segment);
-      throw error;
-    } finally {
       segment.appending--;
+      this._appending--;
+      // This record will not come: what waits for the archive to go quiet may not.
+      this._wakeSettling();
+      throw error;
     }
+    segment.appending--;
+    this._appending--;
     segment.live.add(seq);
     this._segmentOf.set(seq, segment);
+    this._outstanding.add(seq);
     this._highestSeq = Math.max(this._highestSeq, seq);
     this._noteSettling(entry);
     return { ...entry, content };
@@ -193,16 +202,20 @@ export class ArchiveJournal {
    * #### Notes
    * A record that stands in for fsyncs not made (a save's file, a signature not committed yet)
    * is forgotten only after `beforeForget` made those durable; that happens in the background,
-   * a batch at a time, so that the queue does not wait for it, and {@link close} waits for it.
+   * a window of records at a time (see {@link _forgetBatches}), so that the queue does not wait
+   * for it, and {@link close} waits for it.
    */
   async remove(seq: number): Promise<void> {
+    this._outstanding.delete(seq);
     const settling = this._settling.get(seq);
     if (settling && this._beforeForget) {
       this._settling.delete(seq);
       this._toForget.push(settling);
-      this._forgetting ??= this._forgetBatches(this._beforeForget);
+      this._forgetSoon(this._beforeForget);
       return;
     }
+    // The last record the archive had to send may be this one.
+    this._wakeSettling();
     await this._markDone([seq]);
   }
 
@@ -212,7 +225,9 @@ export class ArchiveJournal {
    * superseded record without the one that replaced it.
    */
   async removeTogether(entries: readonly IJournalEntry[]): Promise<void> {
+    for (const entry of entries) this._outstanding.delete(entry.seq);
     if (!this._beforeForget || !entries.some(entry => this._settling.has(entry.seq))) {
+      this._wakeSettling();
       await this._markDone(entries.map(entry => entry.seq));
       return;
     }
@@ -220,11 +235,16 @@ export class ArchiveJournal {
       this._toForget.push(this._settling.get(entry.seq) ?? entryOf(entry));
       this._settling.delete(entry.seq);
     }
-    this._forgetting ??= this._forgetBatches(this._beforeForget);
+    this._forgetSoon(this._beforeForget);
   }
 
-  /** Wait for what {@link remove} left to finish, remember the highest number, release the lock. */
+  /**
+   * Settle at once what {@link remove} left (a clean stop does not wait for the window), wait
+   * for it to finish, remember the highest number, release the lock.
+   */
   async close(): Promise<void> {
+    this._closing = true;
+    this._wakeSettling();
     await this._forgetting;
     await this._marking;
     await this._writing;
@@ -346,16 +366,34 @@ export class ArchiveJournal {
     if (entry.written || entry.signature) this._settling.set(entry.seq, entryOf(entry));
   }
 
+  /** Start settling what waits to be forgotten, if that is not under way. */
+  private _forgetSoon(beforeForget: NonNullable<ArchiveJournal.IOptions['beforeForget']>): void {
+    this._forgetting ??= this._forgetBatches(beforeForget);
+    this._wakeSettling();
+  }
+
   /**
    * Settle and mark done the records given to {@link remove}, in batches: the saves of a burst
-   * share the fsyncs of a path and one signature commit. A batch that cannot be settled stays
-   * pending, and the next start settles it again.
+   * share the fsyncs of a path, of a directory and one signature commit. A batch that cannot be
+   * settled stays pending, and the next start settles it again.
+   *
+   * #### Notes
+   * While the archive is busy, a batch gathers for up to `settleWindowMs` (or until it holds
+   * `settleWindowMax` records): a burst saves each path several times in that time, and only
+   * the file now at a path needs its fsync, once, and a directory once for all its files. As
+   * soon as every record still pending has been
+   * handed to {@link remove} (nothing queued, uploading or being appended), and at
+   * {@link close}, the batch is settled at once: the last save of a burst is forgotten within
+   * milliseconds, as a lone save is. The wait costs no durability: until a record is marked
+   * done a restart replays it, finds it archived through its save id and repairs its file.
+   * The entries waiting hold no content (see {@link entryOf}).
    */
   private async _forgetBatches(
     beforeForget: NonNullable<ArchiveJournal.IOptions['beforeForget']>
   ): Promise<void> {
     await nextTurn();
     while (this._toForget.length > 0) {
+      await this._settleWindow();
       const batch = this._toForget;
       this._toForget = [];
       try {
@@ -366,6 +404,35 @@ export class ArchiveJournal {
       await this._markDone(batch.map(entry => entry.seq));
     }
     this._forgetting = undefined;
+  }
+
+  /** Resolves when the records waiting to be forgotten should be settled (see `_forgetBatches`). */
+  private _settleWindow(): Promise<void> {
+    if (this._settleNow()) return Promise.resolve();
+    return new Promise(resolve => {
+      const timer = setTimeout(() => this._wakeSettling(true), this._settleWindowMs);
+      // A process that ends without `close` loses nothing by not waiting for it.
+      timer.unref();
+      this._windowEnds = () => {
+        clearTimeout(timer);
+        this._windowEnds = undefined;
+        resolve();
+      };
+    });
+  }
+
+  /** Should what waits to be forgotten be settled now, without waiting for the window? */
+  private _settleNow(): boolean {
+    return (
+      this._closing ||
+      this._toForget.length >= this._settleWindowMax ||
+      (this._outstanding.size === 0 && this._appending === 0)
+    );
+  }
+
+  /** End the settling window if it is time (or, with `always`, in any case). */
+  private _wakeSettling(always = false): void {
+    if (this._windowEnds && (always || this._settleNow())) this._windowEnds();
   }
 
   /**
@@ -440,6 +507,7 @@ export class ArchiveJournal {
       if (record) {
         records.push(record);
         this._legacy.add(record.seq);
+        this._outstanding.add(record.seq);
         this._noteSettling(record);
       } else {
         await fs.mkdir(path.join(this.dir, DAMAGED), { recursive: true });
@@ -488,8 +556,17 @@ export class ArchiveJournal {
   private readonly _beforeForget: ArchiveJournal.IOptions['beforeForget'];
   /** Records that stand in for fsyncs not made, by sequence number, until they are settled. */
   private readonly _settling = new Map<number, IJournalEntry>();
+  private readonly _settleWindowMs: number;
+  private readonly _settleWindowMax: number;
   private _toForget: IJournalEntry[] = [];
   private _forgetting: Promise<void> | undefined;
+  /** Ends the settling window under way (see `_settleWindow`). */
+  private _windowEnds: (() => void) | undefined;
+  /** Records appended (or replayed) and not yet handed to `remove`: the archive's work left. */
+  private readonly _outstanding = new Set<number>();
+  /** Appends under way, whose records are not in `_outstanding` yet. */
+  private _appending = 0;
+  private _closing = false;
   /** Segments in order, oldest first; the active one (if any) is the last. */
   private readonly _segments: Private.ISegment[] = [];
   private _active: Private.ISegment | undefined;
@@ -514,6 +591,13 @@ export namespace ArchiveJournal {
      * forgotten (the contents manager's `settleJournalled`).
      */
     beforeForget?: (entries: readonly IJournalEntry[]) => Promise<void>;
+    /**
+     * How long (ms) records archived while others are still on their way may wait to be
+     * settled together; default 1 s.
+     */
+    settleWindowMs?: number;
+    /** How many records may wait to be settled together before they are at once; default 4096. */
+    settleWindowMax?: number;
   }
 }
 
@@ -529,6 +613,10 @@ const SEGMENT_NAME = /^\d{16}\.log$/;
 const SEGMENT_BYTES = 8 * 1024 * 1024;
 /** An active segment with nothing pending is replaced by a new one beyond this size. */
 const ROTATE_EMPTY_BYTES = 1024 * 1024;
+/** The longest a busy archive lets archived records wait to be settled together. */
+const SETTLE_WINDOW_MS = 1000;
+/** The most records settled together (entries without content: a few hundred bytes each). */
+const SETTLE_WINDOW_MAX = 4096;
 /** Frames up to this size are written with one synchronous call (see `_write`). */
 const SYNC_WRITE_BYTES = 256 * 1024;
 const MAGIC = Buffer.from('JSJ1', 'latin1');

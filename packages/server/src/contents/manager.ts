@@ -18,6 +18,7 @@ import {
 } from './model';
 import { UNTITLED_NAMES, copySourceName, incrementName } from './naming';
 import {
+  type INotebookFacts,
   NotebookParseError,
   newNotebook,
   prepareValidation,
@@ -26,7 +27,13 @@ import {
   type NotebookNode
 } from '@jupyter-store/nbformat';
 import { baseName, joinApiPath, normalizeApiPath, parentPath, RootResolver } from './paths';
-import { RootFs, type IFileIdentity, type IWrittenFile, type PinnedDir } from './rootFs';
+import {
+  RootFs,
+  type IFileIdentity,
+  type IFileLink,
+  type IWrittenFile,
+  type PinnedDir
+} from './rootFs';
 import { moveToTrash } from './trash';
 import { NotebookNotary, type ISignature } from './trust';
 import { VersionCheckpoints } from './versionCheckpoints';
@@ -89,6 +96,12 @@ export type ContentsChange =
   | { readonly action: 'rename'; readonly from: string; readonly to: string }
   | { readonly action: 'delete'; readonly path: string };
 
+/**
+ * A listener of {@link ContentsManager.onChanged}. An announcing one returns a promise that
+ * resolves once the change was announced; the others return nothing.
+ */
+export type ChangeListener = (change: ContentsChange) => void | Promise<void>;
+
 /** Options of a save or create call. */
 export interface ISaveRequest {
   type?: string | null;
@@ -122,6 +135,7 @@ export class ContentsManager {
     this.maxCopyFolderBytes = (options.maxCopyFolderSizeMb ?? 500) * 1024 * 1024;
     this.shouldHide = compileGlobs(options.hideGlobs ?? DEFAULT_HIDE_GLOBS);
     this.log = options.log ?? (message => process.stderr.write(`[jupyter-store] ${message}\n`));
+    this.announceTimeoutMs = options.announceTimeoutMs ?? 2000;
   }
 
   /** The root directory, absolute. */
@@ -135,10 +149,18 @@ export class ContentsManager {
     return () => this.listeners.delete(listener);
   }
 
-  /** Subscribe to renames and deletes; returns a function that unsubscribes. */
-  onChanged(listener: (change: ContentsChange) => void): () => void {
-    this.changeListeners.add(listener);
-    return () => this.changeListeners.delete(listener);
+  /**
+   * Subscribe to changes (see {@link ContentsChange}); returns a function that unsubscribes.
+   *
+   * @param options.announces - the listener tells another process of each change (Python's
+   *   event bus) and returns a promise that resolves once that process has taken it in. While
+   *   such a listener is subscribed, a file is renamed by giving it its new name first and
+   *   removing the old one only after that promise (see {@link rename}).
+   */
+  onChanged(listener: ChangeListener, options: { announces?: boolean } = {}): () => void {
+    const subscription = { listener, announces: options.announces === true };
+    this.changeListeners.add(subscription);
+    return () => this.changeListeners.delete(subscription);
   }
 
   /**
@@ -182,23 +204,32 @@ export class ContentsManager {
    * Make saves that a journalling hook recorded durable on their own, so that the journal may
    * forget them: fsync each file (whatever is at its path now) and its directory, and wait for
    * the signatures' commits.
+   *
+   * #### Notes
+   * The journal hands over a window of saves at once: a path saved several times in it is
+   * synced once (the file there now is the newest save's, or a later one's), and a directory
+   * once for all its files ({@link RootFs.syncFiles}). The paths are not resolved first: the
+   * pinned directories refuse a place outside the root, and follow a link inside it.
    */
   async settleJournalled(
     saves: readonly { path: string; written?: unknown; signature?: unknown }[]
   ): Promise<void> {
-    const paths = new Set(saves.filter(save => save.written).map(save => save.path));
-    await Promise.all(
-      [...paths].map(async apiPath => {
-        try {
-          await this.files.syncFile(await this.resolver.resolve(apiPath));
-        } catch (error) {
-          // Only a failed write-back keeps the record: anything else (the file or its folder
-          // gone, replaced by a directory or a link leading out) means that what is there now
-          // is not what this save wrote, and a record kept for it would never settle.
-          if (hasErrorCode(error, 'EIO')) throw error;
-        }
-      })
-    );
+    const osPaths = new Set<string>();
+    for (const save of saves) {
+      if (!save.written) continue;
+      try {
+        osPaths.add(this.resolver.osPath(save.path));
+      } catch {
+        // Not a path the manager could have written: nothing of it to sync.
+      }
+    }
+    const failed = await this.files.syncFiles(osPaths);
+    for (const error of failed.values()) {
+      // Only a failed write-back keeps the records: anything else (the file or its folder
+      // gone, replaced by a directory or a link leading out) means that what is there now is
+      // not what the save wrote, and a record kept for it would never settle.
+      if (hasErrorCode(error, 'EIO')) throw error;
+    }
     if (saves.some(save => save.signature)) await this.notary?.flushed();
   }
 
@@ -579,7 +610,38 @@ export class ContentsManager {
     return copied;
   }
 
-  /** PATCH: rename (move) an item with its checkpoints. */
+  /**
+   * PATCH: rename (move) an item with its checkpoints.
+   *
+   * #### Notes
+   * While a listener announces changes to another process (see {@link onChanged}: Python's
+   * event bus, whose file-id manager moves the file's id and whose collaboration room then
+   * follows the file), a regular file is renamed in three steps, so that no one who still knows
+   * it by its old name meets a missing file: the room polls the path of its file id every
+   * second, and that path is the old name until Python has heard of the rename.
+   *
+   * 1. `link(2)` gives the file its new name (never replacing anything: a file created there
+   *    meanwhile is a 409, as one found before). Both names are the same inode, with the same
+   *    bytes and mtime, so a poll by either name finds the file, unchanged.
+   * 2. The listeners are told, and the announcing ones awaited, at most `announceTimeoutMs`.
+   * 3. The old name is removed, unless it names another file by then (a save replaced it: that
+   *    file stays, see {@link RootFs.unlinkIfSame}).
+   *
+   * A kill between 1 and 3 leaves both names: a duplicate, never a loss (the crash test checks
+   * it). If the link is refused (a file system without hard links, another device, too many
+   * links, a directory or symlink, an old name that could not be removed), the item is renamed
+   * with `rename(2)`, as when no listener announces. The write gates (the archive's) hold both
+   * names from the link until the old name is gone, so that the archive's watcher and scan take
+   * neither the new name for a new file nor the old one, still there, for a file to archive
+   * again; the archive hears of the rename at step 2, with the other listeners. The checkpoints
+   * follow after step 3, as they follow `rename(2)`.
+   *
+   * A directory is renamed with `rename(2)`: hard links to directories do not exist, and a
+   * stand-in at the old name (a symlink) would be listed, archived and left by a kill. So a
+   * room open on a notebook inside a renamed directory can still find the old path missing
+   * until Python has heard of the rename (a few ms, against its one-second poll), and then logs
+   * one error.
+   */
   async rename(oldPath: string, newPath: string): Promise<ContentsModel> {
     const from = normalizeApiPath(oldPath);
     const to = normalizeApiPath(newPath);
@@ -597,6 +659,9 @@ export class ContentsManager {
       const toOs = this.resolver.osPath(to);
       if (existing && !(await sameFile(fromOs, toOs))) {
         throw httpErrors.conflict(`File already exists: ${to}`);
+      }
+      if (!existing && (await this.renameByLink(from, to, fromOs, toOs))) {
+        return this.get(to, { content: false });
       }
       try {
         await this.files.rename(fromOs, toOs);
@@ -624,6 +689,72 @@ export class ContentsManager {
       this.emitChanged({ action: 'rename', from, to });
     }
     return this.get(to, { content: false });
+  }
+
+  /**
+   * The three steps of {@link rename} for a regular file, while a listener announces changes.
+   *
+   * @returns false when nothing was done (no listener announces, or the link was refused): the
+   *   caller renames with `rename(2)`.
+   */
+  private async renameByLink(
+    from: string,
+    to: string,
+    fromOs: string,
+    toOs: string
+  ): Promise<boolean> {
+    if (![...this.changeListeners].some(subscription => subscription.announces)) return false;
+    // Two renames of one file at once would both link it before either removed the old name,
+    // leaving two files where rename(2) answers the second with 404: they go one at a time. (A
+    // promise chain per path, as the archive intake's looks: p-limit cannot say when a key's
+    // limiter is idle and may be dropped.)
+    const before = this.renamingFrom.get(from);
+    let endTurn = () => {};
+    const turn = new Promise<void>(resolve => (endTurn = resolve));
+    const chain = (before ?? DONE).then(() => turn);
+    this.renamingFrom.set(from, chain);
+    try {
+      await before;
+      return await this.renameByLinkNow(from, to, fromOs, toOs);
+    } finally {
+      endTurn();
+      if (this.renamingFrom.get(from) === chain) this.renamingFrom.delete(from);
+    }
+  }
+
+  private async renameByLinkNow(
+    from: string,
+    to: string,
+    fromOs: string,
+    toOs: string
+  ): Promise<boolean> {
+    let linked: IFileLink;
+    try {
+      linked = await this.files.link(fromOs, toOs);
+    } catch (error) {
+      if (hasErrorCode(error, 'EEXIST')) throw httpErrors.conflict(`File already exists: ${to}`);
+      return false;
+    }
+    // Taken at once: a look at either name needs I/O before it could queue anything.
+    const releases = [this.beginWrite(from), this.beginWrite(to)];
+    try {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        this.announceChanged({ action: 'rename', from, to }),
+        new Promise<void>(resolve => (timer = setTimeout(resolve, this.announceTimeoutMs)))
+      ]);
+      clearTimeout(timer);
+      try {
+        await this.files.unlinkIfSame(fromOs, linked);
+      } catch (error) {
+        // Both names stay: a duplicate that the user can delete, the rename itself is done.
+        this.log(`renamed ${from} to ${to}, but the old name stays: ${(error as Error).message}`);
+      }
+      await this.checkpoints.renameAll(from, to);
+      return true;
+    } finally {
+      for (const release of releases) release();
+    }
   }
 
   /** DELETE an item and its checkpoints. The root can't be deleted. */
@@ -897,22 +1028,28 @@ export class ContentsManager {
     content: boolean,
     hash: boolean
   ): Promise<ContentsModel> {
-    const model = await baseModel(apiPath, osPath, lstats, 'notebook');
-    if (!content && !hash) return model;
-    // The trust cache is keyed by the stats of the file read (the link's target for a symlink).
-    const { bytes, stats: readStats } = await this.readRegularFile(apiPath, osPath);
+    if (!content && !hash) return baseModel(apiPath, osPath, lstats, 'notebook');
+    // Both at once: each waits for a thread-pool round trip. The trust cache is keyed by the
+    // stats of the file read (the link's target for a symlink).
+    const [model, { bytes, stats: readStats }] = await Promise.all([
+      baseModel(apiPath, osPath, lstats, 'notebook'),
+      this.readRegularFile(apiPath, osPath)
+    ]);
     if (content) {
+      const key = contentKey(readStats);
+      const facts = this.notebookFacts.get(key) ?? {};
       let parsed: ReturnType<typeof readNotebook>;
       try {
-        parsed = readNotebook(bytes);
+        parsed = readNotebook(bytes, { facts });
       } catch (error) {
         if (error instanceof NotebookParseError) {
           throw httpErrors.unreadableNotebook(`Unreadable Notebook: ${apiPath} ${error.message}`);
         }
         throw error;
       }
+      this.rememberFacts(key, facts);
       if (this.notary) {
-        const trusted = await this.notary.checkSignature(parsed.notebook, contentKey(readStats));
+        const trusted = await this.notary.checkSignature(parsed.notebook, key);
         this.notary.markCells(parsed.notebook, trusted);
       }
       model.content = parsed.notebook;
@@ -921,6 +1058,25 @@ export class ContentsManager {
     }
     if (hash) this.addHash(model, bytes);
     return model;
+  }
+
+  /**
+   * Keep what reading the file with this {@link contentKey} learnt (see `INotebookFacts`: it
+   * passed the schema check, it needs no scan for Python's numbers), so that reading it again
+   * skips that work: about a third of a GET's CPU; the least recently read of 1024 is forgotten.
+   *
+   * #### Notes
+   * The key is the one the trust signature cache relies on: a changed file has another size,
+   * inode or times. Only the verdict "valid" is kept: an invalid notebook's message quotes the
+   * failing value, which may hold a cell id generated for this read.
+   */
+  private rememberFacts(key: string, facts: INotebookFacts): void {
+    this.notebookFacts.delete(key);
+    if (!facts.valid && !facts.plainJson) return;
+    this.notebookFacts.set(key, facts);
+    if (this.notebookFacts.size > 1024) {
+      this.notebookFacts.delete(this.notebookFacts.keys().next().value as string);
+    }
   }
 
   /** The bytes of a regular file, read from a descriptor checked to be inside the root. */
@@ -1083,13 +1239,36 @@ export class ContentsManager {
   }
 
   private emitChanged(change: ContentsChange): void {
-    for (const listener of this.changeListeners) {
+    for (const { listener } of this.changeListeners) {
       try {
-        listener(change);
-      } catch {
         // As for saves: a listener never fails what the user already did.
+        const result = listener(change);
+        if (result instanceof Promise) result.catch(() => undefined);
+      } catch {
+        // Likewise.
       }
     }
+  }
+
+  /**
+   * {@link emitChanged}, and a promise that resolves once the announcing listeners (see
+   * {@link onChanged}) are done; it never rejects.
+   */
+  private announceChanged(change: ContentsChange): Promise<void> {
+    let announced: Promise<unknown>[] | undefined;
+    for (const { listener, announces } of this.changeListeners) {
+      try {
+        const result = listener(change);
+        if (result instanceof Promise) {
+          // As for saves: a listener never fails what the user already did.
+          const settled = result.catch(() => undefined);
+          if (announces) (announced ??= []).push(settled);
+        }
+      } catch {
+        // Likewise.
+      }
+    }
+    return announced ? Promise.all(announced).then(() => undefined) : DONE;
   }
 
   private readonly resolver: RootResolver;
@@ -1097,16 +1276,21 @@ export class ContentsManager {
   private readonly checkpoints: FileCheckpoints;
   private versionCheckpoints: VersionCheckpoints | undefined;
   private readonly notary: NotebookNotary | undefined;
+  /** What reads of notebook files learnt, by {@link contentKey} (see {@link rememberFacts}). */
+  private readonly notebookFacts = new Map<string, INotebookFacts>();
   private readonly allowHidden: boolean;
   private readonly deleteToTrash: boolean;
   private readonly alwaysDeleteDir: boolean;
   private readonly hashAlgorithm: string;
   private readonly maxCopyFolderBytes: number;
   private readonly shouldHide: (name: string) => boolean;
+  private readonly announceTimeoutMs: number;
+  /** Renames by link under way, by old API path (see {@link renameByLink}). */
+  private readonly renamingFrom = new Map<string, Promise<void>>();
   private readonly listeners = new Set<SaveListener>();
   private readonly hooks = new Set<AwaitedSaveHook>();
   private readonly journals = new Set<AwaitedSaveHook>();
-  private readonly changeListeners = new Set<(change: ContentsChange) => void>();
+  private readonly changeListeners = new Set<{ listener: ChangeListener; announces: boolean }>();
   private readonly writeGates = new Set<(apiPath: string) => () => void>();
   private readonly saveLocks = new Map<string, Promise<void>>();
   private readonly log: (message: string) => void;
@@ -1132,6 +1316,11 @@ export namespace ContentsManager {
     maxCopyFolderSizeMb?: number;
     /** Where warnings go (default: stderr). */
     log?: (message: string) => void;
+    /**
+     * How long a rename keeps the old name at most while announcing listeners tell others of it
+     * (see {@link ContentsManager.rename}), in ms (default 2000).
+     */
+    announceTimeoutMs?: number;
   }
 
   export interface IGetOptions {
@@ -1179,6 +1368,9 @@ function decodeFileContent(
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** What {@link ContentsManager.announceChanged} returns when no listener announces. */
+const DONE = Promise.resolve();
 
 function decodeUtf8(bytes: Buffer): string | undefined {
   try {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { constants as fsConstants, type Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
+import pLimit from 'p-limit';
 import { hasErrorCode } from '../errors';
 import { httpErrors } from '../http/errorCatalogue';
 
@@ -207,21 +208,80 @@ export class RootFs {
   async syncFile(osPath: string): Promise<void> {
     const target = await this.openTarget(osPath);
     try {
-      if (target.stats?.isFile()) {
-        const handle = await fs.open(
-          target.dir.entry(target.name),
-          O_RDONLY | O_NOFOLLOW | O_NONBLOCK
-        );
-        try {
-          await handle.sync();
-        } finally {
-          await handle.close();
-        }
-      }
+      if (target.stats?.isFile()) await syncEntry(target.dir, target.name);
       await target.dir.sync();
     } finally {
       await target.dir.close();
     }
+  }
+
+  /**
+   * {@link syncFile} for many files at once: each directory is opened, checked and fsynced once,
+   * after the files in it, however many there are (a journal settling a burst of saves).
+   *
+   * @returns the error of each path that could not be synced (its folder gone, outside the
+   *   root, EIO …); a file that is gone needs nothing and is no error, as in {@link syncFile}.
+   *
+   * #### Notes
+   * What is at a name is opened without following a link and without blocking (as
+   * {@link openFile} opens), and fsynced: three thread-pool round trips a file, where a look
+   * first would add a fourth (a directory there is fsynced harmlessly, a FIFO refuses with
+   * EINVAL). A symlink is synced through {@link syncFile}, which follows it to its directory.
+   *
+   * The files go {@link SYNC_CONCURRENCY} at a time: under a burst the event loop is busy and each
+   * round trip waits for a turn of it, so that two at a time, a window of 50 files took 0.4-0.6 s
+   * in the burst benchmark, where the 50 fsyncs alone take a few ms; libuv's four threads still
+   * run them four at a time, so the saves' file writes queue behind at most a few of them.
+   */
+  async syncFiles(osPaths: Iterable<string>): Promise<Map<string, unknown>> {
+    const failed = new Map<string, unknown>();
+    const byDirectory = new Map<string, string[]>();
+    for (const osPath of osPaths) {
+      const directory = path.dirname(osPath);
+      const members = byDirectory.get(directory);
+      if (members) members.push(osPath);
+      else byDirectory.set(directory, [osPath]);
+    }
+    const limit = pLimit(SYNC_CONCURRENCY);
+    const syncMember = async (dir: PinnedDir, osPath: string): Promise<void> => {
+      let handle: fs.FileHandle;
+      try {
+        handle = await fs.open(dir.entry(entryName(osPath)), O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+      } catch (error) {
+        if (hasErrorCode(error, 'ELOOP')) await this.syncFile(osPath);
+        else if (!hasErrorCode(error, 'ENOENT')) throw error;
+        return;
+      }
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+    };
+    await Promise.all(
+      [...byDirectory].map(async ([directory, members]) => {
+        let dir: PinnedDir;
+        try {
+          dir = await this.openDirectory(directory);
+        } catch (error) {
+          for (const osPath of members) failed.set(osPath, error);
+          return;
+        }
+        try {
+          await Promise.all(
+            members.map(osPath =>
+              limit(() => syncMember(dir, osPath)).catch((error: unknown) => {
+                failed.set(osPath, error);
+              })
+            )
+          );
+          await limit(() => dir.sync());
+        } finally {
+          await dir.close();
+        }
+      })
+    );
+    return failed;
   }
 
   /**
@@ -309,6 +369,83 @@ export class RootFs {
     await this.atEntry(fromOs, (from, fromName) =>
       this.atEntry(toOs, (to, toName) => fs.rename(from.entry(fromName), to.entry(toName)))
     );
+  }
+
+  /**
+   * Give a regular file a second name: `link(2)` between two pinned directories, neither name
+   * followed. The new name must not exist (EEXIST): with {@link unlinkIfSame} afterwards, this is
+   * a rename that never replaces anything and never leaves a moment without the file.
+   *
+   * @returns the file linked (device and inode), for {@link unlinkIfSame}.
+   * @throws RootFsError `ENOTREGULAR` for anything but a regular file (a directory, a symlink);
+   *   `EPERM` when the old name could not be removed afterwards (its directory not writable, or
+   *   sticky and neither it nor the file ours), so that the caller renames and gets rename's own
+   *   answer; the errors of `link(2)` (EEXIST, ENOENT, EXDEV, EPERM, EMLINK, ENOTSUP …).
+   */
+  async link(fromOs: string, toOs: string): Promise<IFileLink> {
+    return this.atEntry(fromOs, async (from, fromName) => {
+      const [stats, dirStats, removable] = await Promise.all([
+        fs.lstat(from.entry(fromName)),
+        fs.stat(from.self),
+        fs.access(from.self, fsConstants.W_OK | fsConstants.X_OK).then(
+          () => true,
+          () => false
+        )
+      ]);
+      if (!stats.isFile()) throw new RootFsError('ENOTREGULAR', 'not a regular file');
+      const uid = process.getuid?.();
+      const sticky = (dirStats.mode & S_ISVTX) !== 0;
+      if (!removable || (sticky && uid !== 0 && uid !== stats.uid && uid !== dirStats.uid)) {
+        throw new RootFsError('EPERM', 'the old name could not be removed afterwards');
+      }
+      const link = (target: PinnedDir, toName: string) =>
+        fs.link(from.entry(fromName), target.entry(toName));
+      if (path.dirname(fromOs) === path.dirname(toOs)) await link(from, entryName(toOs));
+      else await this.atEntry(toOs, link);
+      return { dev: stats.dev, ino: stats.ino };
+    });
+  }
+
+  /**
+   * Remove the name `osPath` only while it still names `file`: a file put there since by someone
+   * else (a save that replaced it) is left alone.
+   *
+   * @returns whether the name was removed; false when it names another file, or nothing.
+   *
+   * #### Notes
+   * Comparing and then unlinking would leave a moment in which a file put there in between is
+   * unlinked. Instead the name is first moved aside to a hidden temporary name in the same pinned
+   * directory (`rename(2)` is atomic: whatever the name holds moves), the file found there is
+   * compared, and only `file` is unlinked; anything else is put back with `link(2)`, which never
+   * replaces a file written at the name meanwhile (that newer file then stands, as it would
+   * after its own write). A kill between the steps leaves the hidden temporary name behind,
+   * never a lost file.
+   */
+  async unlinkIfSame(osPath: string, file: IFileLink): Promise<boolean> {
+    return this.atEntry(osPath, async (dir, name) => {
+      const aside = dir.entry(temporaryName());
+      try {
+        await fs.rename(dir.entry(name), aside);
+      } catch (error) {
+        if (hasErrorCode(error, 'ENOENT')) return false;
+        throw error;
+      }
+      const stats = await fs.lstat(aside);
+      if (stats.dev === file.dev && stats.ino === file.ino) {
+        await fs.unlink(aside);
+        return true;
+      }
+      try {
+        await fs.link(aside, dir.entry(name));
+      } catch (error) {
+        if (!hasErrorCode(error, 'EEXIST')) {
+          await fs.rename(aside, dir.entry(name));
+          return false;
+        }
+      }
+      await fs.unlink(aside);
+      return false;
+    });
   }
 
   /** Unlink a file or symlink (not followed) in its pinned directory. */
@@ -574,7 +711,12 @@ export class PinnedDir {
     return `${stats.dev}:${stats.ino}`;
   }
 
-  /** fsync the directory so that a rename or a new entry in it survives a crash. */
+  /**
+   * fsync the directory so that a rename or a new entry in it survives a crash.
+   *
+   * @throws the EIO of a failed write-back (what it should have made durable may be lost);
+   *   nothing else.
+   */
   async sync(): Promise<void> {
     let opened: fs.FileHandle | undefined;
     try {
@@ -583,8 +725,10 @@ export class PinnedDir {
         opened = await fs.open(this.realPath, 'r');
         await opened.sync();
       }
-    } catch {
-      // Some file systems refuse fsync on directories; the rename itself is still atomic.
+    } catch (error) {
+      // Some file systems refuse fsync on directories (EINVAL, ENOTSUP …); the rename itself
+      // is still atomic. A failed write-back is not such a refusal.
+      if (hasErrorCode(error, 'EIO')) throw error;
     } finally {
       await opened?.close();
     }
@@ -598,7 +742,8 @@ export class PinnedDir {
 /** Why a confined operation was refused; `code` as Node's system errors (see `hasErrorCode`). */
 export class RootFsError extends Error {
   constructor(
-    readonly code: 'EOUTSIDEROOT' | 'EDANGLINGLINK' | 'ENOTREGULAR' | 'EISDIR' | 'ELOOP' | 'EINVAL',
+    readonly code:
+      'EOUTSIDEROOT' | 'EDANGLINGLINK' | 'ENOTREGULAR' | 'EISDIR' | 'ELOOP' | 'EINVAL' | 'EPERM',
     message: string
   ) {
     super(message);
@@ -622,6 +767,12 @@ export interface IWrittenFile {
   readonly after?: IFileIdentity;
   /** What was at the name before: inode, size and modification time (ms); null for nothing. */
   readonly before: IFileIdentity | null;
+}
+
+/** A file named by {@link RootFs.link}: its device and inode. */
+export interface IFileLink {
+  readonly dev: number;
+  readonly ino: number;
 }
 
 /** Enough of a file's stats to tell whether it is still the same, unchanged file. */
@@ -651,8 +802,7 @@ export async function writeAtomicIn(
     throw httpErrors.badType(`${name} is a directory`);
   }
   const durable = options.durable !== false;
-  // The temporary name is short and fixed in shape, so the longest legal target name still fits.
-  const temporary = dir.entry(`.~jupyter-store-${randomBytes(8).toString('hex')}.tmp`);
+  const temporary = dir.entry(temporaryName());
   let handle: fs.FileHandle;
   try {
     handle = await fs.open(
@@ -691,6 +841,14 @@ export async function writeAtomicIn(
   return { durable, after, before: existing ? identityOf(existing) : null };
 }
 
+/**
+ * A hidden name for a temporary file: short and fixed in shape, so that the longest legal target
+ * name still fits, and of the shape the archive's filter leaves out.
+ */
+function temporaryName(): string {
+  return `.~jupyter-store-${randomBytes(8).toString('hex')}.tmp`;
+}
+
 function identityOf(stats: Stats): IFileIdentity {
   return { ino: stats.ino, size: stats.size, mtimeMs: stats.mtimeMs };
 }
@@ -720,6 +878,10 @@ export function procFdWorks(): Promise<boolean> {
   return procFdProbe;
 }
 
+/** The sticky bit of a mode (not in `fs.constants`). */
+const S_ISVTX = 0o1000;
+/** The most files {@link RootFs.syncFiles} syncs at once. */
+const SYNC_CONCURRENCY = 16;
 const O_RDONLY = fsConstants.O_RDONLY;
 const O_WRONLY = fsConstants.O_WRONLY;
 const O_RDWR = fsConstants.O_RDWR;
@@ -759,6 +921,16 @@ function checkName(name: string): string {
 
 function entryName(osPath: string): string {
   return path.basename(osPath);
+}
+
+/** fsync the regular file `name` of a pinned directory (never through a symlink). */
+async function syncEntry(dir: PinnedDir, name: string): Promise<void> {
+  const handle = await fs.open(dir.entry(name), O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
 }
 
 async function lstatOrUndefined(osPath: string): Promise<Stats | undefined> {

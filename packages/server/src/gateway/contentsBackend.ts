@@ -131,15 +131,30 @@ const CONTENTS_SERVICE_SCHEMA = 'https://events.jupyter.org/jupyter_server/conte
  * save, copy, rename and delete, `POST {base}api/events` on the upstream.
  *
  * #### Notes
- * Events are sent in the order the changes happened, one at a time, and never delay the answer
- * to the user: a rename is done when it is done, and the room that follows it hears of it a
- * moment later, as it would from Python. A failed post is logged (once per outage) and dropped:
- * the event bus is not durable in Jupyter either.
+ * Events are sent in the order the changes happened, one at a time. A failed post is logged
+ * (once per outage) and dropped: the event bus is not durable in Jupyter either.
+ *
+ * The emitter subscribes as an announcing listener: for each change it returns a promise that
+ * resolves once Python has taken the event in, or gave up on it (never rejects). The manager
+ * awaits it only to rename a file (see {@link ContentsManager.rename}), which keeps the old name
+ * until then, so that a collaboration room polling the file by its id never meets a missing
+ * path. "Taken in" means that jupyter_server_fileid's listener has moved the id, which the
+ * answer to the post does not say by itself:
+ *
+ * - `POST api/events` answers 204 once `EventLogger.emit` returned, and `emit` only schedules
+ *   each listener (`asyncio.create_task`); tornado writes the 204 before those tasks run.
+ * - So after a rename's 204, one more request goes to the same server: `GET {base}api`, the
+ *   version, which is not authenticated and not counted as activity. asyncio runs the callbacks
+ *   scheduled before its next poll of the sockets ahead of what that poll finds, so the
+ *   listener task, scheduled while the post was handled, has run (the file-id move is
+ *   synchronous in it) before the server reads this request, let alone answers it.
  */
 export class ContentsEventEmitter {
   constructor(options: ContentsEventEmitter.IOptions) {
     this._options = options;
-    this._unsubscribe = options.manager.onChanged(change => this._emit(change));
+    this._unsubscribe = options.manager.onChanged(change => this._emit(change), {
+      announces: true
+    });
   }
 
   /** Events posted and failed since start. */
@@ -158,15 +173,22 @@ export class ContentsEventEmitter {
     await this._tail;
   }
 
-  private _emit(change: ContentsChange): void {
+  /** Queue the change's event; resolves once Python took it in or gave up (see the class). */
+  private _emit(change: ContentsChange): Promise<void> {
     const data: Record<string, string> =
       change.action === 'save' || change.action === 'delete'
         ? { action: change.action, path: change.path }
         : { action: change.action, path: change.to, source_path: change.from };
-    this._tail = this._tail.then(() => this._post(data));
+    const posted = this._tail.then(() => this._post(data));
+    this._tail = posted.then(() => undefined);
+    // The next event need not wait for the round trip: it only has to come after this one.
+    return change.action === 'rename'
+      ? posted.then(accepted => (accepted ? this._roundTrip() : undefined))
+      : this._tail;
   }
 
-  private async _post(data: Record<string, string>): Promise<void> {
+  /** Post one event; resolves to whether Python accepted it (204), never rejects. */
+  private async _post(data: Record<string, string>): Promise<boolean> {
     const { upstream, baseUrl, token, agent, log } = this._options;
     const body = JSON.stringify({ schema_id: CONTENTS_SERVICE_SCHEMA, version: '1', data });
     const headers: http.OutgoingHttpHeaders = {
@@ -193,6 +215,7 @@ export class ContentsEventEmitter {
       this._posted++;
       if (this._failing) log.info('contents events reach the upstream again');
       this._failing = false;
+      return true;
     } catch (error) {
       this._failed++;
       if (!this._failing) {
@@ -202,6 +225,26 @@ export class ContentsEventEmitter {
         );
       }
       this._failing = true;
+      return false;
+    }
+  }
+
+  /**
+   * One request that Python answers only after running the listeners of the events it
+   * accepted before (see the class); its answer does not matter, and a failure only ends the
+   * wait.
+   */
+  private async _roundTrip(): Promise<void> {
+    const { upstream, baseUrl, token, agent } = this._options;
+    try {
+      await requestUpstream(upstream, {
+        path: `${baseUrl}api`,
+        headers: { Host: 'localhost', ...(token ? { Authorization: `token ${token}` } : {}) },
+        agent,
+        timeoutMs: 10_000
+      });
+    } catch {
+      // The manager's wait is bounded anyway; the post's own failures are logged.
     }
   }
 

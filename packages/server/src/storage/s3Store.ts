@@ -20,8 +20,11 @@ import {
   type S3ClientConfig
 } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import * as http from 'node:http';
+import * as https from 'node:https';
 import { Readable } from 'node:stream';
 import { checkObjectKey, checkObjectPrefix, displayable, normalizeMetadata } from './keys';
+import { LeanPut } from './leanPut';
 import { lifecycleSupport, type ILifecycleRule } from './lifecycle';
 import {
   ObjectStoreError,
@@ -71,8 +74,13 @@ export class S3ObjectStore implements IObjectStore {
     this._where = where;
     this.description = `${where}, region ${options.region}`;
     // Both agents: a plain-http endpoint (local servers, tests) goes through httpAgent, and the
-    // handler's default of 50 sockets would not follow max_threads.
+    // handler's default of 50 sockets would not follow max_threads. They are made here, not by
+    // the handler, so that the lean puts share the handler's pool. (Given agents, the handler
+    // also sends a body over 2 MB, with `Expect: 100-continue`, on the pool at once, where it
+    // would open a connection of its own for it and wait for the server's go-ahead.)
     const agentOptions = { keepAlive: true, maxSockets: options.maxSockets };
+    const httpAgent = new http.Agent(agentOptions);
+    const httpsAgent = new https.Agent(agentOptions);
     const checksums = options.checksums === 'when_required' ? 'WHEN_REQUIRED' : 'WHEN_SUPPORTED';
     this._sendChecksums = checksums === 'WHEN_SUPPORTED';
     const config: S3ClientConfig = {
@@ -81,8 +89,8 @@ export class S3ObjectStore implements IObjectStore {
       requestChecksumCalculation: checksums,
       responseChecksumValidation: checksums,
       requestHandler: new NodeHttpHandler({
-        httpAgent: agentOptions,
-        httpsAgent: agentOptions,
+        httpAgent,
+        httpsAgent,
         connectionTimeout: this._connectionTimeoutMs,
         // Without throwOnRequestTimeout the handler only logs a warning when the time is up.
         requestTimeout: this._requestTimeoutMs,
@@ -112,6 +120,18 @@ export class S3ObjectStore implements IObjectStore {
     // It only writes to `config.logger`, which is never set, yet filters every call's input and
     // output for it (a walk of the operation's schema per call).
     this._client.middlewareStack.remove('loggerMiddleware');
+    this._agents = [httpAgent, httpsAgent];
+    this._leanPut =
+      options.leanPuts === false
+        ? undefined
+        : new LeanPut({
+            client: this._client,
+            httpAgent,
+            httpsAgent,
+            connectionTimeoutMs: this._connectionTimeoutMs,
+            requestTimeoutMs: this._requestTimeoutMs,
+            sendChecksum: this._sendChecksums
+          });
   }
 
   /** Where the store is, for logs and feature detection: endpoint (without credentials) and region. */
@@ -126,6 +146,14 @@ export class S3ObjectStore implements IObjectStore {
    * (`ChecksumSHA256`, stored with the version), in place of the CRC32 the SDK would compute of
    * every body. Either way the server checks the body against it and refuses a mismatch.
    *
+   * A put with `sha256` is first sent as one signed HTTP PUT without the SDK's per-request
+   * machinery (see {@link LeanPut}, which says why), the same request the SDK would send. Only
+   * its 2xx answer is taken; on anything else the SDK's call follows, with its retries and the
+   * error mapping of every other call, as if the first attempt had been the SDK's own (a re-put
+   * of the same bytes is what the SDK's retry would send). Such a put may thus make one attempt
+   * more than `maxAttempts`, and a failure is `ambiguous` when the first attempt may have
+   * reached the server even if the SDK's did not.
+   *
    * @throws ObjectStoreError `bad-request` for invalid metadata or a body that does not match
    * `sha256`, else as mapped from the server.
    */
@@ -137,15 +165,26 @@ export class S3ObjectStore implements IObjectStore {
   ): Promise<IPutResult> {
     const target = { operation: 'write', bucket, key };
     Private.checkTarget(target);
+    const metadata = normalizeMetadata(options.metadata);
+    const sha256 = options.sha256 === undefined ? undefined : checkSha256(options.sha256);
+    let lean: LeanPut.IFailure | undefined;
+    if (sha256 !== undefined && this._leanPut?.enabled && !this._closed) {
+      const { contentType } = options;
+      const result = await this._leanPut.put({ bucket, key, body, sha256, contentType, metadata });
+      if (result.ok) {
+        this._leanPut.noteSuccess();
+        return { versionId: result.versionId, etag: result.etag };
+      }
+      lean = result;
+    }
     const input: PutObjectCommandInput = {
       Bucket: bucket,
       Key: key,
       Body: body,
       ContentType: options.contentType,
-      Metadata: normalizeMetadata(options.metadata)
+      Metadata: metadata
     };
-    if (options.sha256 !== undefined) {
-      const sha256 = checkSha256(options.sha256);
+    if (sha256 !== undefined) {
       if (this._sendChecksums) input.ChecksumSHA256 = Buffer.from(sha256, 'hex').toString('base64');
       Private.payloadHashes.set(body, sha256);
     }
@@ -153,9 +192,13 @@ export class S3ObjectStore implements IObjectStore {
       const output = await this._guard(target, () =>
         this._client.send(new PutObjectCommand(input))
       );
+      if (lean) this._leanPut?.noteFallback(lean, true);
       return { versionId: output.VersionId ?? null, etag: output.ETag };
+    } catch (error) {
+      if (lean) this._leanPut?.noteFallback(lean, false);
+      throw lean?.maybeApplied ? Private.ambiguous(error) : error;
     } finally {
-      if (options.sha256 !== undefined) Private.payloadHashes.delete(body);
+      if (sha256 !== undefined) Private.payloadHashes.delete(body);
     }
   }
 
@@ -635,7 +678,10 @@ export class S3ObjectStore implements IObjectStore {
 
   /** Close the pooled connections. Calls made afterwards fail. */
   async close(): Promise<void> {
+    this._closed = true;
+    this._leanPut?.clear();
     this._client.destroy();
+    for (const agent of this._agents) agent.destroy();
   }
 
   /**
@@ -689,6 +735,11 @@ export class S3ObjectStore implements IObjectStore {
   }
 
   private readonly _client: S3Client;
+  /** The handler's connection pools (plain and TLS), which the lean puts share. */
+  private readonly _agents: readonly (http.Agent | https.Agent)[];
+  /** Puts with a SHA-256 without the SDK's per-request cost; unset with `leanPuts: false`. */
+  private readonly _leanPut: LeanPut | undefined;
+  private _closed = false;
   private readonly _headBucket: boolean;
   /** `checksums` is `when_supported`: a SHA-256 given to `put` is sent as the object's checksum. */
   private readonly _sendChecksums: boolean;
@@ -730,6 +781,11 @@ export namespace S3ObjectStore {
     checksums?: 'when_supported' | 'when_required';
     /** Attempts per call including the first (SDK standard retries); default 3. */
     maxAttempts?: number;
+    /**
+     * Whether a put with a SHA-256 is first sent without the SDK's per-request machinery (see
+     * {@link LeanPut}); default true. Tests turn it off to compare with the SDK's own request.
+     */
+    leanPuts?: boolean;
     /**
      * Keys per ListObjectsV2 page in `listLatest`, and entries per ListObjectVersions page in
      * `listAllVersions`; default 1000 (tests make it small).
@@ -913,6 +969,15 @@ namespace Private {
       },
       { step: 'build', name: 'jupyterStorePayloadHash' }
     );
+  }
+
+  /**
+   * `error` marked ambiguous: a put whose first, lean attempt may have reached the server failed
+   * afterwards in the SDK's call, whose own attempts may all have been refused.
+   */
+  export function ambiguous(error: unknown): unknown {
+    if (!(error instanceof ObjectStoreError) || error.ambiguous) return error;
+    return new ObjectStoreError(error.kind, error.message, error.code, true);
   }
 
   /** Codes and names that mean "does not exist". */

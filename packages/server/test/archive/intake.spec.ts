@@ -8,6 +8,7 @@ import { ArchiveIntake } from '../../src/archive/intake';
 import { ArchiveJournal } from '../../src/archive/journal';
 import { ArchiveQueue } from '../../src/archive/queue';
 import { ReconciliationScan } from '../../src/archive/scan';
+import { RootFs } from '../../src/contents/rootFs';
 import { createLogger } from '../../src/gateway/logger';
 import { FakeStore } from '../support/fakeStore';
 
@@ -117,6 +118,18 @@ describe('ArchiveIntake', () => {
       await harness.drained();
       expect(store.history(KEY('a.ipynb'))).toEqual(['one', 'two']);
       expect(harness.intake.counts().gateway).toEqual({ seen: 3, archived: 2 });
+    });
+
+    it('knows a saved file as a file until its removal is reported', async () => {
+      expect(harness.intake.isKnownFile('k.ipynb')).toBe(false);
+      await write('k.ipynb', 'one');
+      await harness.intake.saved('k.ipynb', Buffer.from('one'));
+      expect(harness.intake.isKnownFile('k.ipynb')).toBe(true);
+      await fs.rm(join(root, 'k.ipynb'));
+      harness.intake.removed('k.ipynb', 'watcher');
+      expect(harness.intake.isKnownFile('k.ipynb')).toBe(false);
+      await harness.drained();
+      expect(harness.intake.isKnownFile('k.ipynb')).toBe(false);
     });
 
     it('skips what the filter does not cover', async () => {
@@ -297,6 +310,146 @@ describe('ArchiveIntake', () => {
       harness.intake.changed('next.ipynb', 'watcher');
       await harness.drained();
       expect(store.history(KEY('next.ipynb'))).toEqual(['gateway', 'kernel wrote this later']);
+    });
+
+    describe("reports of the gateway's own saves: a racy stat rechecked later, a held path looked at after its save", () => {
+      /** Give the file a time this many ms ago: its stat stays racy for 2 s after it. */
+      const stampAgo = (path: string, ms: number) => {
+        const at = new Date(Date.now() - ms);
+        return fs.utimes(join(root, path), at, at);
+      };
+      const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
+      /** Poll until `check` holds, at most `timeoutMs`. */
+      const until = async (check: () => boolean, timeoutMs = 4000) => {
+        const deadline = Date.now() + timeoutMs;
+        while (!check() && Date.now() < deadline) await sleep(10);
+        return check();
+      };
+      let reads: jest.SpyInstance;
+
+      beforeEach(() => {
+        reads = jest.spyOn(RootFs.prototype, 'readFile');
+      });
+
+      afterEach(() => {
+        reads.mockRestore();
+      });
+
+      it("reads the gateway's own save back once its stat is no longer racy, not at its report", async () => {
+        await write('own.ipynb', 'saved by the gateway');
+        await stampAgo('own.ipynb', 1500);
+        await harness.intake.saved('own.ipynb', Buffer.from('saved by the gateway'));
+        await harness.drained();
+        expect(harness.index.get('own.ipynb')?.racy).toBe(true);
+        reads.mockClear();
+        harness.intake.changed('own.ipynb', 'watcher');
+        harness.intake.changed('own.ipynb', 'events');
+        await sleep(100);
+        expect(reads).not.toHaveBeenCalled();
+        // About 500 ms later the stat is no longer racy: one read confirms it for good.
+        expect(await until(() => harness.index.get('own.ipynb')?.racy === false)).toBe(true);
+        expect(reads).toHaveBeenCalledTimes(1);
+        harness.intake.changed('own.ipynb', 'watcher');
+        await harness.drained();
+        expect(reads).toHaveBeenCalledTimes(1);
+        expect(store.history(KEY('own.ipynb'))).toEqual(['saved by the gateway']);
+      });
+
+      it('archives a write by someone else with the same stat when the recheck comes, unasked', async () => {
+        await write('tick.ipynb', 'gateway');
+        await stampAgo('tick.ipynb', 1500);
+        await harness.intake.saved('tick.ipynb', Buffer.from('gateway'));
+        const saved = await fs.stat(join(root, 'tick.ipynb'));
+        await write('tick.ipynb', 'kernels');
+        await fs.utimes(join(root, 'tick.ipynb'), saved.atime, saved.mtime);
+        const after = await fs.stat(join(root, 'tick.ipynb'));
+        expect([after.ino, after.size, after.mtimeMs]).toEqual([
+          saved.ino,
+          saved.size,
+          saved.mtimeMs
+        ]);
+        harness.intake.changed('tick.ipynb', 'watcher');
+        // Nobody waits for the intake: the recheck's own timer finds the write.
+        expect(
+          await until(() => store.history(KEY('tick.ipynb')).join() === 'gateway,kernels')
+        ).toBe(true);
+      });
+
+      it('looks at a path reported while the gateway writes it once the save is over, without reading it', async () => {
+        const release = harness.intake.holdObservation('held.ipynb');
+        await write('held.ipynb', 'gateway');
+        harness.intake.changed('held.ipynb', 'watcher');
+        // Longer than the settling (40 ms) a look would otherwise wait before reading.
+        await sleep(100);
+        expect(reads).not.toHaveBeenCalled();
+        await harness.intake.saved('held.ipynb', Buffer.from('gateway'));
+        release();
+        await sleep(100);
+        expect(reads).not.toHaveBeenCalled();
+        await harness.drained();
+        expect(store.history(KEY('held.ipynb'))).toEqual(['gateway']);
+      });
+
+      it('archives a write by someone else reported while the gateway held the path, after its save', async () => {
+        const release = harness.intake.holdObservation('shared.ipynb');
+        await write('shared.ipynb', 'gateway');
+        await harness.intake.saved('shared.ipynb', Buffer.from('gateway'));
+        await write('shared.ipynb', 'a kernel, just after');
+        harness.intake.changed('shared.ipynb', 'watcher');
+        release();
+        await harness.drained();
+        expect(store.history(KEY('shared.ipynb'))).toEqual(['gateway', 'a kernel, just after']);
+      });
+
+      it("takes the stat of the gateway's file from its save, so a file that replaced it is archived at once", async () => {
+        await write('swap.ipynb', 'first');
+        await harness.intake.saved('swap.ipynb', Buffer.from('first'));
+        await harness.drained();
+        const first = harness.index.get('swap.ipynb')!.stat;
+        await write('swap.ipynb', 'second, by the gateway');
+        const ours = await fs.stat(join(root, 'swap.ipynb'));
+        // Someone else replaces the file before the gateway's save reaches the intake.
+        await fs.writeFile(join(root, '.~swap.tmp'), 'someone else');
+        await fs.rename(join(root, '.~swap.tmp'), join(root, 'swap.ipynb'));
+        await harness.intake.saved('swap.ipynb', Buffer.from('second, by the gateway'), 'gateway', {
+          written: {
+            after: { ino: ours.ino, size: ours.size, mtimeMs: ours.mtimeMs },
+            before: { ino: first.ino, size: first.size, mtimeMs: first.mtimeMs }
+          }
+        });
+        harness.intake.changed('swap.ipynb', 'watcher');
+        // Its stat is not the save's: no recheck to wait for, and nobody waits for the intake.
+        expect(
+          await until(() => store.history(KEY('swap.ipynb')).at(-1) === 'someone else', 1500)
+        ).toBe(true);
+        expect(store.history(KEY('swap.ipynb'))).toEqual([
+          'first',
+          'second, by the gateway',
+          'someone else'
+        ]);
+        expect(harness.index.get('swap.ipynb')?.stat.dev).toBe(first.dev);
+      });
+
+      it('drops the recheck of a state that a newer gateway save replaced', async () => {
+        await write('two.ipynb', 'first save');
+        await stampAgo('two.ipynb', 1500);
+        await harness.intake.saved('two.ipynb', Buffer.from('first save'));
+        harness.intake.changed('two.ipynb', 'watcher');
+        await sleep(100);
+        // The gateway's next save renames a new file over the old one.
+        await fs.writeFile(join(root, '.~two.tmp'), 'second save');
+        await fs.rename(join(root, '.~two.tmp'), join(root, 'two.ipynb'));
+        await harness.intake.saved('two.ipynb', Buffer.from('second save'));
+        harness.intake.changed('two.ipynb', 'watcher');
+        reads.mockClear();
+        // Past the first state's recheck, well before the second's.
+        await sleep(800);
+        expect(reads).not.toHaveBeenCalled();
+        // Waiting for the intake runs the second state's recheck at once.
+        await harness.drained();
+        expect(reads).toHaveBeenCalledTimes(1);
+        expect(store.history(KEY('two.ipynb'))).toEqual(['first save', 'second save']);
+      });
     });
 
     it('never archives older bytes after a newer gateway save', async () => {

@@ -30,6 +30,8 @@ type Call =
 
 class RecordingSink implements IChangeSink {
   readonly calls: Call[] = [];
+  /** What the sink knows as files (see IChangeSink.isKnownFile); nothing unless a test says. */
+  isKnownFile?: (path: string) => boolean;
   changed(path: string, source: ChangeSource): void {
     this.calls.push({ kind: 'changed', path, source });
   }
@@ -197,6 +199,29 @@ describe('FileSystemWatcher', () => {
         'watching afresh'
       );
       expect(watcher!.status()).toMatchObject({ mode: 'inotify', reason: null });
+      writeFileSync(join(root, 'tree', 'sub', 'deeper', 'n.ipynb'), '{"cells": []}');
+      await until(() => sink.has('changed', 'tree/sub/deeper/n.ipynb'), 'the nested write');
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  it('checks a folder moved in where a known file was, once its removal was reported', async () => {
+    const outside = mkdtempSync(join(tmpdir(), 'watcher-outside-'));
+    try {
+      mkdirSync(join(outside, 'tree', 'sub', 'deeper'), { recursive: true });
+      writeFileSync(join(outside, 'tree', 'sub', 'deeper', 'n.ipynb'), '{}');
+      writeFileSync(join(root, 'tree'), '{}');
+      // As the intake does: a known file until its removal is reported.
+      sink.isKnownFile = path => path === 'tree' && !sink.has('removed', 'tree');
+      await startWatcher();
+      unlinkSync(join(root, 'tree'));
+      await until(() => sink.has('removed', 'tree'), 'removed(tree)');
+      renameSync(join(outside, 'tree'), join(root, 'tree'));
+      await until(
+        () => sink.rescans().some(reason => reason.includes('watched afresh')),
+        'watching afresh'
+      );
       writeFileSync(join(root, 'tree', 'sub', 'deeper', 'n.ipynb'), '{"cells": []}');
       await until(() => sink.has('changed', 'tree/sub/deeper/n.ipynb'), 'the nested write');
     } finally {

@@ -3,6 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { createNotary } from '../../src/app';
 import { ContentsManager, type ISavedEvent } from '../../src/contents/manager';
+import { RootFs } from '../../src/contents/rootFs';
 
 async function makeRoot(): Promise<string> {
   return fs.mkdtemp(path.join(os.tmpdir(), 'manager-spec-'));
@@ -153,5 +154,267 @@ describe('ContentsManager', () => {
         await fs.rm(home, { recursive: true, force: true });
       }
     });
+  });
+});
+
+describe('ContentsManager#rename() while a listener announces changes', () => {
+  let root: string;
+  let manager: ContentsManager;
+  beforeEach(async () => {
+    root = await makeRoot();
+    manager = new ContentsManager({ rootDir: root, deleteToTrash: false });
+  });
+  afterEach(async () => {
+    jest.restoreAllMocks();
+    await fs.rm(root, { recursive: true, force: true });
+  });
+
+  const at = (name: string) => path.join(root, name);
+  const inode = async (name: string) => (await fs.lstat(at(name))).ino;
+  const exists = (name: string) =>
+    fs.lstat(at(name)).then(
+      () => true,
+      () => false
+    );
+  /** The entries of the root, but the checkpoints' folder. */
+  const entries = async () =>
+    (await fs.readdir(root)).filter(name => name !== '.ipynb_checkpoints').sort();
+  /** What each listener call found on disk, for a rename of `a` to `b`. */
+  const seen = async (from: string, to: string) => ({
+    from: await exists(from),
+    to: await exists(to),
+    same: (await exists(from)) && (await exists(to)) && (await inode(from)) === (await inode(to))
+  });
+
+  it('gives the new name first, tells the listeners while both names are the file, then removes the old one', async () => {
+    await fs.writeFile(at('a.ipynb'), '{"cells": []}');
+    const mtime = new Date('2024-01-02T03:04:05Z');
+    await fs.utimes(at('a.ipynb'), mtime, mtime);
+    const ino = await inode('a.ipynb');
+    const announced: unknown[] = [];
+    const told: unknown[] = [];
+    manager.onChanged(
+      async change => {
+        announced.push({ change, ...(await seen('a.ipynb', 'b.ipynb')) });
+      },
+      { announces: true }
+    );
+    manager.onChanged(change => void told.push(change));
+
+    const model = await manager.rename('a.ipynb', 'b.ipynb');
+
+    const change = { action: 'rename', from: 'a.ipynb', to: 'b.ipynb' };
+    expect(announced).toEqual([{ change, from: true, to: true, same: true }]);
+    expect(told).toEqual([change]);
+    expect(model).toMatchObject({ path: 'b.ipynb', name: 'b.ipynb', type: 'notebook' });
+    // The same file, untouched: its inode, bytes and mtime.
+    expect(await inode('b.ipynb')).toBe(ino);
+    expect((await fs.stat(at('b.ipynb'))).mtime).toEqual(mtime);
+    expect(await fs.readFile(at('b.ipynb'), 'utf8')).toBe('{"cells": []}');
+    expect((await fs.stat(at('b.ipynb'))).nlink).toBe(1);
+    // Nothing else is left, not even a hidden temporary name.
+    expect(await entries()).toEqual(['b.ipynb']);
+  });
+
+  it('keeps the old name until the announcing listeners are done', async () => {
+    await fs.writeFile(at('a.txt'), 'a');
+    let finish = () => {};
+    const pending = new Promise<void>(resolve => (finish = resolve));
+    manager.onChanged(() => pending, { announces: true });
+
+    let done = false;
+    const renaming = manager.rename('a.txt', 'b.txt').then(model => {
+      done = true;
+      return model;
+    });
+    await new Promise(resolve => setTimeout(resolve, 100));
+    expect({ done, ...(await seen('a.txt', 'b.txt')) }).toEqual({
+      done: false,
+      from: true,
+      to: true,
+      same: true
+    });
+    finish();
+    await expect(renaming).resolves.toMatchObject({ path: 'b.txt' });
+    expect(await entries()).toEqual(['b.txt']);
+  });
+
+  it('waits at most announceTimeoutMs for a listener that never finishes', async () => {
+    const bounded = new ContentsManager({ rootDir: root, announceTimeoutMs: 150 });
+    await fs.writeFile(at('a.txt'), 'a');
+    bounded.onChanged(() => new Promise<void>(() => {}), { announces: true });
+    const started = Date.now();
+    await bounded.rename('a.txt', 'b.txt');
+    const waited = Date.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(140);
+    expect(waited).toBeLessThan(1500);
+    expect(await entries()).toEqual(['b.txt']);
+  });
+
+  it('renames all the same when an announcing listener throws or rejects', async () => {
+    await fs.writeFile(at('a.txt'), 'a');
+    manager.onChanged(
+      () => {
+        throw new Error('thrown');
+      },
+      { announces: true }
+    );
+    manager.onChanged(() => Promise.reject(new Error('rejected')), { announces: true });
+    await expect(manager.rename('a.txt', 'b.txt')).resolves.toMatchObject({ path: 'b.txt' });
+    expect(await entries()).toEqual(['b.txt']);
+  });
+
+  it('answers 409 for a new name that appears after the check, and replaces nothing', async () => {
+    await fs.writeFile(at('a.txt'), 'mine');
+    const link = RootFs.prototype.link;
+    jest.spyOn(RootFs.prototype, 'link').mockImplementationOnce(async function (
+      this: RootFs,
+      fromOs: string,
+      toOs: string
+    ) {
+      await fs.writeFile(toOs, 'theirs');
+      return link.call(this, fromOs, toOs);
+    });
+    const told: unknown[] = [];
+    manager.onChanged(change => void told.push(change), { announces: true });
+    await expect(manager.rename('a.txt', 'b.txt')).rejects.toMatchObject({ status: 409 });
+    expect(await fs.readFile(at('a.txt'), 'utf8')).toBe('mine');
+    expect(await fs.readFile(at('b.txt'), 'utf8')).toBe('theirs');
+    expect(told).toEqual([]);
+  });
+
+  it('answers 409 for a new name that exists, and 404 for an old one that does not', async () => {
+    manager.onChanged(() => Promise.resolve(), { announces: true });
+    await fs.writeFile(at('a.txt'), 'a');
+    await fs.writeFile(at('b.txt'), 'b');
+    await expect(manager.rename('a.txt', 'b.txt')).rejects.toMatchObject({ status: 409 });
+    await expect(manager.rename('missing.txt', 'c.txt')).rejects.toMatchObject({ status: 404 });
+    expect(await entries()).toEqual(['a.txt', 'b.txt']);
+  });
+
+  it.each(['EPERM', 'ENOTSUP', 'EXDEV', 'EMLINK'])(
+    'falls back to rename(2) when the link fails with %s',
+    async code => {
+      await fs.writeFile(at('a.txt'), 'a');
+      jest
+        .spyOn(RootFs.prototype, 'link')
+        .mockRejectedValueOnce(Object.assign(new Error(code), { code }));
+      const looks: Promise<unknown>[] = [];
+      manager.onChanged(() => void looks.push(seen('a.txt', 'b.txt')), { announces: true });
+      await expect(manager.rename('a.txt', 'b.txt')).resolves.toMatchObject({ path: 'b.txt' });
+      // Told after the rename, as without an announcing listener.
+      expect(await Promise.all(looks)).toEqual([{ from: false, to: true, same: false }]);
+      expect(await entries()).toEqual(['b.txt']);
+    }
+  );
+
+  it('renames directories and symlinks with rename(2), and moves what is in a directory', async () => {
+    await fs.mkdir(at('dir'));
+    await fs.writeFile(at('dir/inside.txt'), 'x');
+    await fs.symlink('dir/inside.txt', at('link.txt'));
+    const looks: Promise<unknown>[] = [];
+    manager.onChanged(
+      change => {
+        if (change.action !== 'rename') return;
+        looks.push(seen(change.from, change.to).then(found => ({ change, ...found })));
+      },
+      { announces: true }
+    );
+    await manager.rename('dir', 'folder');
+    await manager.rename('link.txt', 'moved.txt');
+    const change = (from: string, to: string) => ({ action: 'rename', from, to });
+    expect(await Promise.all(looks)).toEqual([
+      { change: change('dir', 'folder'), from: false, to: true, same: false },
+      { change: change('link.txt', 'moved.txt'), from: false, to: true, same: false }
+    ]);
+    expect(await fs.readlink(at('moved.txt'))).toBe('dir/inside.txt');
+    expect(await fs.readFile(at('folder/inside.txt'), 'utf8')).toBe('x');
+  });
+
+  it('renames with rename(2) when no listener announces', async () => {
+    await fs.writeFile(at('a.txt'), 'a');
+    const link = jest.spyOn(RootFs.prototype, 'link');
+    const looks: Promise<unknown>[] = [];
+    manager.onChanged(() => void looks.push(seen('a.txt', 'b.txt')));
+    await manager.rename('a.txt', 'b.txt');
+    expect(link).not.toHaveBeenCalled();
+    expect(await Promise.all(looks)).toEqual([{ from: false, to: true, same: false }]);
+  });
+
+  it('leaves a file that replaced the old name meanwhile', async () => {
+    await fs.writeFile(at('a.txt'), 'before');
+    manager.onChanged(
+      async () => {
+        // Someone saves the old name while the rename is announced (write and rename over it).
+        await fs.writeFile(at('.a.txt.new'), 'saved meanwhile');
+        await fs.rename(at('.a.txt.new'), at('a.txt'));
+      },
+      { announces: true }
+    );
+    await manager.rename('a.txt', 'b.txt');
+    expect(await fs.readFile(at('b.txt'), 'utf8')).toBe('before');
+    expect(await fs.readFile(at('a.txt'), 'utf8')).toBe('saved meanwhile');
+    expect(await entries()).toEqual(['a.txt', 'b.txt']);
+  });
+
+  it('keeps both names, and says so, when the old one cannot be removed', async () => {
+    const logged: string[] = [];
+    const logging = new ContentsManager({ rootDir: root, log: message => logged.push(message) });
+    logging.onChanged(() => Promise.resolve(), { announces: true });
+    await fs.writeFile(at('a.txt'), 'a');
+    jest
+      .spyOn(RootFs.prototype, 'unlinkIfSame')
+      .mockRejectedValueOnce(
+        Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' })
+      );
+    await expect(logging.rename('a.txt', 'b.txt')).resolves.toMatchObject({ path: 'b.txt' });
+    expect(await entries()).toEqual(['a.txt', 'b.txt']);
+    expect(await fs.readFile(at('a.txt'), 'utf8')).toBe('a');
+    expect(logged).toEqual([
+      'renamed a.txt to b.txt, but the old name stays: EACCES: permission denied'
+    ]);
+  });
+
+  it('renames one file twice at once as rename(2) would: the second finds it gone', async () => {
+    await fs.writeFile(at('a.txt'), 'a');
+    manager.onChanged(() => new Promise<void>(resolve => setTimeout(resolve, 30)), {
+      announces: true
+    });
+    const [first, second] = await Promise.allSettled([
+      manager.rename('a.txt', 'b.txt'),
+      manager.rename('a.txt', 'c.txt')
+    ]);
+    expect(first).toMatchObject({ status: 'fulfilled', value: { path: 'b.txt' } });
+    expect(second).toMatchObject({ status: 'rejected', reason: { status: 404 } });
+    expect(await entries()).toEqual(['b.txt']);
+    // And the next rename of that name goes at once.
+    await fs.writeFile(at('a.txt'), 'again');
+    await expect(manager.rename('a.txt', 'd.txt')).resolves.toMatchObject({ path: 'd.txt' });
+  });
+
+  it('moves the checkpoints, and holds both names from the write gates until the old one is gone', async () => {
+    await fs.writeFile(at('a.txt'), 'a');
+    await manager.createCheckpoint('a.txt');
+    const gates: string[] = [];
+    manager.addWriteGate(apiPath => {
+      gates.push(`hold ${apiPath}`);
+      return () => gates.push(`release ${apiPath}`);
+    });
+    manager.onChanged(
+      async () => {
+        gates.push(`announced; a.txt there: ${await exists('a.txt')}`);
+      },
+      { announces: true }
+    );
+    await manager.rename('a.txt', 'b.txt');
+    expect(gates).toEqual([
+      'hold a.txt',
+      'hold b.txt',
+      'announced; a.txt there: true',
+      'release a.txt',
+      'release b.txt'
+    ]);
+    expect(await manager.listCheckpoints('b.txt')).toHaveLength(1);
+    expect(await manager.listCheckpoints('a.txt')).toEqual([]);
   });
 });

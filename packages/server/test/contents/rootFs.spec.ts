@@ -198,6 +198,79 @@ describe('RootFs', () => {
     });
   });
 
+  describe('#link() / #unlinkIfSame()', () => {
+    const at = (...names: string[]) => path.join(root, ...names);
+
+    it('gives a file a second name, within one directory and between two, then removes the old one', async () => {
+      await fs.writeFile(at('dir', 'a.txt'), 'a');
+      const { ino } = await fs.stat(at('dir', 'a.txt'));
+      const linked = await files.link(at('dir', 'a.txt'), at('dir', 'b.txt'));
+      expect(linked.ino).toBe(ino);
+      expect((await fs.stat(at('dir', 'b.txt'))).ino).toBe(ino);
+      expect((await fs.stat(at('dir', 'a.txt'))).nlink).toBe(2);
+      expect(await files.unlinkIfSame(at('dir', 'a.txt'), linked)).toBe(true);
+      expect(await fs.readdir(at('dir'))).toEqual(['b.txt']);
+
+      const again = await files.link(at('dir', 'b.txt'), at('c.txt'));
+      expect(await files.unlinkIfSame(at('dir', 'b.txt'), again)).toBe(true);
+      expect(await fs.readFile(at('c.txt'), 'utf8')).toBe('a');
+      expect((await fs.stat(at('c.txt'))).nlink).toBe(1);
+      expect(await fs.readdir(at('dir'))).toEqual([]);
+    });
+
+    it('never replaces an existing name (EEXIST)', async () => {
+      await fs.writeFile(at('dir', 'a.txt'), 'a');
+      await fs.writeFile(at('dir', 'b.txt'), 'b');
+      await expect(files.link(at('dir', 'a.txt'), at('dir', 'b.txt'))).rejects.toMatchObject({
+        code: 'EEXIST'
+      });
+      expect(await fs.readFile(at('dir', 'b.txt'), 'utf8')).toBe('b');
+    });
+
+    it('refuses directories and symlinks, and never follows either name', async () => {
+      await fs.mkdir(at('dir', 'sub'));
+      await fs.symlink(path.join(outside, 'secret.txt'), at('dir', 'link'));
+      await expect(files.link(at('dir', 'sub'), at('dir', 'x'))).rejects.toMatchObject({
+        code: 'ENOTREGULAR'
+      });
+      await expect(files.link(at('dir', 'link'), at('dir', 'x'))).rejects.toMatchObject({
+        code: 'ENOTREGULAR'
+      });
+      await fs.writeFile(at('a.txt'), 'a');
+      await fs.symlink(path.join(outside, 'new.txt'), at('dangling'));
+      await expect(files.link(at('a.txt'), at('dangling'))).rejects.toMatchObject({
+        code: 'EEXIST'
+      });
+      expect(await outsideNames()).toEqual(['secret.txt']);
+    });
+
+    it('refuses a link in a directory that leads outside', async () => {
+      await swapDirForLink();
+      await expect(
+        files.link(path.join(root, 'dir', 'secret.txt'), at('stolen.txt'))
+      ).rejects.toMatchObject({ code: 'EOUTSIDEROOT' });
+      await fs.writeFile(at('a.txt'), 'a');
+      await expect(files.link(at('a.txt'), at('dir', 'planted.txt'))).rejects.toMatchObject({
+        code: 'EOUTSIDEROOT'
+      });
+      expect(await outsideNames()).toEqual(['secret.txt']);
+    });
+
+    it('leaves a file that replaced the old name, and answers false for a name gone', async () => {
+      await fs.writeFile(at('a.txt'), 'old');
+      const linked = await files.link(at('a.txt'), at('b.txt'));
+      await fs.writeFile(at('new.txt'), 'new');
+      await fs.rename(at('new.txt'), at('a.txt'));
+      expect(await files.unlinkIfSame(at('a.txt'), linked)).toBe(false);
+      expect(await fs.readFile(at('a.txt'), 'utf8')).toBe('new');
+      expect(await fs.readFile(at('b.txt'), 'utf8')).toBe('old');
+      await fs.unlink(at('a.txt'));
+      expect(await files.unlinkIfSame(at('a.txt'), linked)).toBe(false);
+      // No temporary name is left.
+      expect((await fs.readdir(root)).sort()).toEqual(['b.txt', 'dir']);
+    });
+  });
+
   describe('#remove()', () => {
     it('removes a tree; a link to an outside directory inside it goes, its target stays', async () => {
       await fs.mkdir(path.join(root, 'dir', 'deep', 'deeper'), { recursive: true });

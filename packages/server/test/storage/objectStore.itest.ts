@@ -18,6 +18,7 @@ import {
   type IObjectSummary
 } from '../../src/storage/objectStore';
 import { S3ObjectStore } from '../../src/storage/s3Store';
+import { LeanPut } from '../../src/storage/leanPut';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { freePort } from '../support/jupyterServer';
 import {
@@ -1751,5 +1752,275 @@ describe('S3ObjectStore without a reachable server', () => {
         await store.close();
       }
     });
+  });
+});
+
+/**
+ * Puts with a SHA-256 go first as one signed PUT without the SDK (`storage/leanPut.ts`), falling
+ * back to the SDK's call on any failure. On each real server: the lean put writes what the SDK's
+ * put writes, is the path actually taken, and fails as the SDK's put fails.
+ */
+describe.each<'minio' | 'versitygw'>(['minio', 'versitygw'])('lean puts on %s', kind => {
+  let fixture: IFixture;
+  let bucket: string;
+  let leanPuts: jest.SpiedFunction<LeanPut['put']>;
+
+  beforeAll(async () => {
+    fixture = await openFixture(kind);
+    bucket = fixture.bucket;
+  });
+
+  beforeEach(() => {
+    leanPuts = jest.spyOn(LeanPut.prototype, 'put');
+  });
+
+  afterEach(() => {
+    leanPuts.mockRestore();
+  });
+
+  afterAll(async () => {
+    await fixture?.dispose();
+  });
+
+  /** The outcomes of the lean attempts made so far: `ok`, or the status / `network`. */
+  async function leanOutcomes(): Promise<string[]> {
+    const results = await Promise.all(leanPuts.mock.results.map(each => each.value));
+    return results.map((result: LeanPut.IResult) =>
+      result.ok ? 'ok' : String(result.status ?? 'network')
+    );
+  }
+
+  const putWithHash = (store: IObjectStore, key: string, body: Buffer, metadata = {}) =>
+    store.put(bucket, key, body, {
+      sha256: sha256Hex(body),
+      contentType: 'application/x-ipynb+json',
+      metadata
+    });
+
+  it('writes what the SDK writes: bytes, content type, metadata, checksum and ETag, for any key', async () => {
+    const sdkStore = fixture.open({ leanPuts: false });
+    const client = s3ClientFor(fixture.server!);
+    try {
+      const names = [
+        'plain/nb.ipynb',
+        "sp ace+plus?q%25#h*(p)!'/caf\u00e9 \u{1F600}.ipynb",
+        'tilde~and=equals&amp;,semi;colon:at@.ipynb'
+      ];
+      for (const [index, name] of names.entries()) {
+        const body = randomBytes(5_000 + index);
+        const metadata = { 'save-id': `save-${index}`, Writer: 'gateway' };
+        const lean = freshKey(name);
+        const sdk = freshKey(name);
+        const written = await putWithHash(fixture.store, lean, body, metadata);
+        const reference = await putWithHash(sdkStore, sdk, body, metadata);
+        expect(written.versionId).toEqual(expect.any(String));
+        expect(written.etag).toBe(reference.etag);
+        const [got, want] = await Promise.all([
+          fixture.store.get(bucket, lean),
+          sdkStore.get(bucket, sdk)
+        ]);
+        expect(got.body.equals(body)).toBe(true);
+        expect(got.versionId).toBe(written.versionId);
+        expect({ contentType: got.contentType, metadata: got.metadata }).toEqual({
+          contentType: want.contentType,
+          metadata: want.metadata
+        });
+        const head = await client.send(
+          new HeadObjectCommand({ Bucket: bucket, Key: lean, ChecksumMode: 'ENABLED' })
+        );
+        expect(head.ChecksumSHA256).toBe(createHash('sha256').update(body).digest('base64'));
+      }
+      expect(await leanOutcomes()).toEqual(names.map(() => 'ok'));
+    } finally {
+      client.destroy();
+      await sdkStore.close();
+    }
+  });
+
+  it('writes the keys that are not plain paths as the SDK does, or is refused as it is', async () => {
+    const sdkStore = fixture.open({ leanPuts: false });
+    const outcome = (put: Promise<unknown>) =>
+      put.then(
+        () => 'written',
+        (error: ObjectStoreError) => `${error.kind} ${error.code}`
+      );
+    try {
+      for (const make of [
+        (name: string) => `/${name}`,
+        (name: string) => `${name}//b`,
+        (name: string) => `${name}/./b`,
+        (name: string) => `../${name}`
+      ]) {
+        const key = make(freshKey('').slice(0, -1));
+        const body = Buffer.from(`written as ${key}`);
+        const viaSdk = await outcome(putWithHash(sdkStore, key, body));
+        const viaLean = await outcome(putWithHash(fixture.store, key, body));
+        expect({ key, viaLean }).toEqual({ key, viaLean: viaSdk });
+        // A key the SDK could write was written lean, not by the fallback.
+        const outcomes = await leanOutcomes();
+        expect({ key, lean: outcomes[outcomes.length - 1] === 'ok' }).toEqual({
+          key,
+          lean: viaSdk === 'written'
+        });
+      }
+    } finally {
+      await sdkStore.close();
+    }
+  });
+
+  it('refuses wrong credentials with access-denied, naming the cause, never quoting them', async () => {
+    const server = fixture.server!;
+    const wrongSecret = 'wrong-secret-' + randomBytes(8).toString('hex');
+    const cases = [
+      { wrong: fixture.open({ secretAccessKey: wrongSecret }), codes: ['SignatureDoesNotMatch'] },
+      {
+        wrong: fixture.open({ accessKeyId: 'AKIAUNKNOWNKEY123456', secretAccessKey: wrongSecret }),
+        codes: ['InvalidAccessKeyId', 'XAdminUserNotFound']
+      }
+    ];
+    try {
+      for (const { wrong, codes } of cases) {
+        const error = await failure(putWithHash(wrong, freshKey(), Buffer.from('x')));
+        expect({ kind: error.kind, ambiguous: error.ambiguous }).toEqual({
+          kind: 'access-denied',
+          ambiguous: false
+        });
+        expect(codes).toContain(error.code);
+        for (const secret of [wrongSecret, server.secretAccessKey, 'AKIAUNKNOWNKEY123456']) {
+          expect(error.message).not.toContain(secret);
+        }
+      }
+      // Each was tried lean first, then by the SDK.
+      expect((await leanOutcomes()).every(each => each === '403' || each === '404')).toBe(true);
+    } finally {
+      for (const { wrong } of cases) await wrong.close();
+    }
+  });
+
+  it('answers a missing bucket with not-found', async () => {
+    const error = await failure(
+      fixture.store.put(MISSING_BUCKET, 'a', Buffer.from('x'), {
+        sha256: sha256Hex(Buffer.from('x'))
+      })
+    );
+    expect({ kind: error.kind, code: error.code }).toEqual({
+      kind: 'not-found',
+      code: 'NoSuchBucket'
+    });
+  });
+
+  it('signs with the credentials the provider gives at each put, refreshed as they expire', async () => {
+    const server = fixture.server!;
+    let asked = 0;
+    const refreshing = fixture.open({
+      accessKeyId: undefined,
+      secretAccessKey: undefined,
+      // Expiring within the SDK's five-minute window: asked again for every request.
+      credentials: async () => {
+        asked++;
+        return {
+          accessKeyId: server.accessKeyId,
+          secretAccessKey: server.secretAccessKey,
+          expiration: new Date(Date.now() + 60_000)
+        };
+      }
+    });
+    try {
+      for (let index = 0; index < 3; index++) {
+        await putWithHash(refreshing, freshKey(), Buffer.from(`put ${index}`));
+      }
+      expect(await leanOutcomes()).toEqual(['ok', 'ok', 'ok']);
+      expect(asked).toBeGreaterThanOrEqual(3);
+    } finally {
+      await refreshing.close();
+    }
+  });
+
+  it('fails as the credential provider does, without sending', async () => {
+    const failing = fixture.open({
+      accessKeyId: undefined,
+      secretAccessKey: undefined,
+      credentials: async () => {
+        throw new ObjectStoreError('unavailable', 'the credential service is down', 'HubDown');
+      }
+    });
+    try {
+      const error = await failure(putWithHash(failing, freshKey(), Buffer.from('x')));
+      expect({ kind: error.kind, code: error.code, ambiguous: error.ambiguous }).toEqual({
+        kind: 'unavailable',
+        code: 'HubDown',
+        ambiguous: false
+      });
+      expect(await leanOutcomes()).toEqual(['network']);
+    } finally {
+      await failing.close();
+    }
+  });
+
+  if (kind === 'minio') {
+    it('sends put after put over one kept-alive connection, shared with the other calls', async () => {
+      const proxy = await startCountingProxy(fixture.server!.port);
+      const pooled = fixture.open({ endpoint: proxy.endpoint });
+      try {
+        const key = freshKey();
+        for (let index = 0; index < 10; index++) {
+          await putWithHash(pooled, key, Buffer.from(`put ${index}`));
+        }
+        await pooled.get(bucket, key);
+        expect(proxy.accepted()).toBe(1);
+        expect(await leanOutcomes()).toEqual(Array(10).fill('ok'));
+        await pooled.close();
+        expect(await eventually(() => proxy.open() === 0)).toBe(true);
+      } finally {
+        await pooled.close();
+        await proxy.close();
+      }
+    });
+  }
+
+  it('gives up on a stalled server after its request timeouts, as ambiguous', async () => {
+    const server = fixture.server!;
+    const impatient = fixture.open({ requestTimeoutMs: 1000, maxAttempts: 1 });
+    try {
+      await impatient.checkBucket(bucket); // a pooled connection to the running server
+      server.pause();
+      await untilStopped(server.pid!);
+      const { ms, result: error } = await timed(
+        failure(putWithHash(impatient, freshKey(), Buffer.from('x')))
+      );
+      expect({ kind: error.kind, ambiguous: error.ambiguous }).toEqual({
+        kind: 'unavailable',
+        ambiguous: true
+      });
+      // The lean attempt's timeout, then the SDK's one attempt's.
+      expect(ms).toBeGreaterThanOrEqual(1900);
+      expect(ms).toBeLessThan(5000);
+      expect(await leanOutcomes()).toEqual(['network']);
+    } finally {
+      server.resume();
+      await impatient.close();
+    }
+  });
+
+  it('answers unavailable while the server is stopped, and puts lean again after restart()', async () => {
+    const server = fixture.server!;
+    const key = freshKey();
+    await putWithHash(fixture.store, key, Buffer.from('before the outage'));
+    await server.stop();
+    try {
+      const error = await failure(putWithHash(fixture.store, key, Buffer.from('during')));
+      expect({ kind: error.kind, code: error.code }).toEqual({
+        kind: 'unavailable',
+        code: 'ECONNREFUSED'
+      });
+    } finally {
+      await server.restart();
+    }
+    const after = await putWithHash(fixture.store, key, Buffer.from('after'));
+    expect((await fixture.store.get(bucket, key)).versionId).toBe(after.versionId);
+    const outcomes = await leanOutcomes();
+    expect(outcomes[0]).toBe('ok');
+    expect(outcomes[1]).toBe('network');
+    expect(outcomes[2]).toBe('ok');
   });
 });

@@ -37,4 +37,12 @@ export interface IChangeSink {
    * compare the whole tree with the index soon.
    */
   rescan(reason: string, source: ChangeSource): void;
+
+  /**
+   * Is `path` a file the sink knows already (archived or queued, its stat known, its removal not
+   * reported)? A source may skip work that only matters for folders for it: the watcher's check
+   * of every created path for a new folder costs an `lstat`, and a save by the gateway, a rename
+   * over the old file, is reported as a create every time.
+   */
+  isKnownFile?(path: string): boolean;
 }

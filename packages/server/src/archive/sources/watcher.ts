@@ -327,8 +327,11 @@ export class FileSystemWatcher {
         if (event.type === 'delete') {
           this._sink.removed(apiPath, 'watcher');
         } else {
+          // A known file is no new folder (see _checkNewFolders): the gateway's saves, renamed
+          // over their files, are reported as creates every time.
+          const known = event.type === 'create' && this._sink.isKnownFile?.(apiPath) === true;
           this._sink.changed(apiPath, 'watcher');
-          if (event.type === 'create') created.push(apiPath);
+          if (event.type === 'create' && !known) created.push(apiPath);
         }
       }
       this._countForBursts(events.length);
@@ -349,6 +352,12 @@ export class FileSystemWatcher {
   /**
    * Cover what @parcel/watcher misses about new folders: subfolders that were there before the
    * folder was watched (watch afresh), and folders whose watch failed (say so).
+   *
+   * #### Notes
+   * Each created path costs an `lstat` (is it a folder?), so paths the sink knows as files are
+   * not passed here: a folder can only take a known file's path after the file's removal, whose
+   * report makes the path unknown (see {@link IChangeSink.isKnownFile}); a removal and a create
+   * in one batch are reported as an update, which this never checked.
    */
   private async _checkNewFolders(created: readonly string[]): Promise<void> {
     const now = Date.now();
