@@ -192,7 +192,11 @@ test("a published notebook's link clones it into the recipient's own server", as
   // loaded the extension and the server said publishing is on.
   await alice.locator('.jp-NotebookPanel-toolbar [data-command="jupyter-store:publish"]').click();
   await alice.locator('.jp-Dialog').getByRole('button', { name: 'Publish' }).click();
-  const result = alice.locator('.jp-Dialog');
+  // The publish dialog closes as the result opens: wait for the result, not the moment between.
+  const result = alice.locator('.jp-Dialog', {
+    has: alice.locator('.jp-Dialog-header', { hasText: 'Published' })
+  });
+  await result.waitFor();
   await expect(result.locator('.jp-Dialog-header').textContent()).resolves.toBe('Published');
   await result.getByRole('button', { name: 'Copy clone link' }).click();
   await result.locator('.jp-store-Copied', { hasText: 'Copied' }).waitFor();
