@@ -11,8 +11,8 @@ import * as https from 'node:https';
 import type * as net from 'node:net';
 import { Readable } from 'node:stream';
 import { LeanPut } from '../../src/storage/leanPut';
-import { ObjectStoreError } from '../../src/storage/objectStore';
 import { S3ObjectStore } from '../../src/storage/s3Store';
+import { failure } from '../support/storeFailure';
 
 const credentials = { accessKeyId: 'AKIDLEANPUTTEST', secretAccessKey: 'lean-put-secret' };
 const sha256Hex = (body: Buffer) => createHash('sha256').update(body).digest('hex');
@@ -326,16 +326,6 @@ describe('S3ObjectStore#put() with a SHA-256, against a scripted server', () => 
       contentType: 'application/x-ipynb+json',
       metadata: { 'Save-Id': 'save-1' }
     });
-
-  async function failure(call: Promise<unknown>): Promise<ObjectStoreError> {
-    try {
-      await call;
-    } catch (error) {
-      if (error instanceof ObjectStoreError) return error;
-      throw error;
-    }
-    throw new Error('expected the call to fail');
-  }
 
   it('sends one request without the SDK and answers its version id and ETag', async () => {
     const result = await withStore({}, store => put(store));

@@ -18,6 +18,7 @@ import {
   type IObjectSummary
 } from '../../src/storage/objectStore';
 import { S3ObjectStore } from '../../src/storage/s3Store';
+import { failure } from '../support/storeFailure';
 import { LeanPut } from '../../src/storage/leanPut';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { freePort } from '../support/jupyterServer';
@@ -44,17 +45,6 @@ interface IFixture {
 
 const BUCKET = 'conformance';
 const MISSING_BUCKET = 'no-such-bucket-here';
-
-/** The ObjectStoreError a call fails with; fails the test if it succeeds or throws anything else. */
-async function failure(call: Promise<unknown>): Promise<ObjectStoreError> {
-  try {
-    await call;
-  } catch (error) {
-    if (error instanceof ObjectStoreError) return error;
-    throw error;
-  }
-  throw new Error('expected the call to fail');
-}
 
 /** How long a promise takes to settle, in ms. */
 async function timed<T>(call: Promise<T>): Promise<{ ms: number; result: T }> {
