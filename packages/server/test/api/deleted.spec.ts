@@ -76,19 +76,41 @@ describe('findDeleted()', () => {
     expect(listing.deleted.map(entry => entry.path)).toEqual(['gone.ipynb']);
   });
 
-  it('keeps those below a directory, and counts those past the limit', async () => {
-    const store = new FakeStore();
-    for (const path of ['team/a.ipynb', 'team/sub/b.ipynb', 'teamwork.ipynb', 'c.ipynb']) {
-      await save(store, path);
-      await remove(store, path);
+  it('keeps those below a directory, newest deletion first, and counts those past the limit', async () => {
+    // Only the clock is faked: each deletion is a minute after the one before, so the order
+    // does not hang on whether two deletions fell in the same millisecond.
+    jest.useFakeTimers({
+      now: Date.parse('2026-01-01T00:00:00Z'),
+      doNotFake: [
+        'hrtime',
+        'nextTick',
+        'performance',
+        'queueMicrotask',
+        'setImmediate',
+        'clearImmediate',
+        'setInterval',
+        'clearInterval',
+        'setTimeout',
+        'clearTimeout'
+      ]
+    });
+    try {
+      const store = new FakeStore();
+      for (const path of ['team/a.ipynb', 'team/sub/b.ipynb', 'teamwork.ipynb', 'c.ipynb']) {
+        await save(store, path);
+        jest.setSystemTime(Date.now() + 60_000);
+        await remove(store, path);
+      }
+      const below = async (prefix: string) =>
+        (await findDeleted(access(store), { prefix, limit: 100 })).deleted.map(e => e.path);
+      expect(await below('team')).toEqual(['team/sub/b.ipynb', 'team/a.ipynb']);
+      expect(await below('team/sub')).toEqual(['team/sub/b.ipynb']);
+      expect(await below('tea')).toEqual([]);
+      const first = await findDeleted(access(store), { prefix: '', limit: 1 });
+      expect(first.deleted.map(e => e.path)).toEqual(['c.ipynb']);
+      expect(first.left_out).toBe(3);
+    } finally {
+      jest.useRealTimers();
     }
-    const below = async (prefix: string) =>
-      (await findDeleted(access(store), { prefix, limit: 100 })).deleted.map(e => e.path);
-    expect(await below('team')).toEqual(['team/a.ipynb', 'team/sub/b.ipynb']);
-    expect(await below('team/sub')).toEqual(['team/sub/b.ipynb']);
-    expect(await below('tea')).toEqual([]);
-    const first = await findDeleted(access(store), { prefix: '', limit: 1 });
-    expect(first.deleted).toHaveLength(1);
-    expect(first.left_out).toBe(3);
   });
 });

@@ -21,6 +21,8 @@ export class FakeStore implements IObjectStore {
       /** The SHA-256 the put was sent with, as an S3 server keeps it (the version's checksum). */
       sha256?: string;
       deleteMarker?: boolean;
+      /** When it was written, as the server's `LastModified`. */
+      at: Date;
     }>
   >();
   /** Flip a byte of the next put's body in transit, as a faulty network or disk would. */
@@ -63,7 +65,7 @@ export class FakeStore implements IObjectStore {
       }
       const id = `v${++this.counter}`;
       const list = this.versions.get(key) ?? [];
-      list.push({ id, body: received, metadata: { ...options?.metadata }, sha256 });
+      list.push({ id, body: received, metadata: { ...options?.metadata }, sha256, at: new Date() });
       this.versions.set(key, list);
       if (this.loseNextAnswer) {
         const lost = this.loseNextAnswer;
@@ -80,7 +82,7 @@ export class FakeStore implements IObjectStore {
     if (this.down) throw this.down;
     const id = `v${++this.counter}`;
     const list = this.versions.get(key) ?? [];
-    list.push({ id, body: Buffer.alloc(0), metadata: {}, deleteMarker: true });
+    list.push({ id, body: Buffer.alloc(0), metadata: {}, deleteMarker: true, at: new Date() });
     this.versions.set(key, list);
     return { versionId: id };
   }
@@ -145,7 +147,7 @@ export class FakeStore implements IObjectStore {
         key,
         size: latest.body.length,
         etag: `"${createHash('md5').update(latest.body).digest('hex')}"`,
-        lastModified: new Date()
+        lastModified: latest.at
       };
     }
   }
@@ -158,7 +160,7 @@ export class FakeStore implements IObjectStore {
         yield {
           key,
           versionId: version.id,
-          lastModified: new Date(),
+          lastModified: version.at,
           size: version.body.length,
           isLatest: index === 0,
           ...(version.deleteMarker ? { deleteMarker: true } : {})
