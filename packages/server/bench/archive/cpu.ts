@@ -2,7 +2,8 @@
  * CPU accounting of the archive benchmark: the gateway under test, MinIO, this process and the
  * kernel threads (where fsync work lands) around every round, and the rest of the machine.
  */
-import { kernelThreadsCpuMs, machineBusyMs, processCpuMs } from '../cpu';
+import { readFileSync, readdirSync } from 'node:fs';
+import { kernelThreadsCpuMs, machineBusyMs, parseProcStat, processCpuMs } from '../cpu';
 import { sleep } from '../harness';
 import type { ICpu } from './model';
 
@@ -73,4 +74,46 @@ export async function otherLoad(ms: number, pids: IPids): Promise<number> {
 /** CPU time over an interval as the cores it kept busy, `0.42`. */
 export function cores(cpuMs: number, seconds: number): string {
   return (cpuMs / (seconds * 1000)).toFixed(2);
+}
+
+/**
+ * CPU time of each thread of a process, by thread (`/proc/<pid>/task/<tid>/stat`): the main
+ * thread is named `main`; the others by their name (`libuv-worker`, `V8 DefaultWorke`, ...),
+ * with those that kept the process's own name (native threads such as @parcel/watcher's) as
+ * `other threads`.
+ */
+export function threadsCpuMs(pid: number | undefined): Map<number, { name: string; ms: number }> {
+  const threads = new Map<number, { name: string; ms: number }>();
+  if (pid === undefined) return threads;
+  let own = '';
+  try {
+    own = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    for (const entry of readdirSync(`/proc/${pid}/task`)) {
+      const tid = Number(entry);
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${entry}/stat`, 'utf8');
+        const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        const name = tid === pid ? 'main' : comm === own ? 'other threads' : comm;
+        threads.set(tid, { name, ms: parseProcStat(stat).cpuMs });
+      } catch {
+        // The thread ended.
+      }
+    }
+  } catch {
+    // The process ended.
+  }
+  return threads;
+}
+
+/** CPU per thread name since `start` (threads started meanwhile count from zero). */
+export function threadsCpuSince(
+  pid: number | undefined,
+  start: Map<number, { name: string; ms: number }>
+): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const [tid, { name, ms }] of threadsCpuMs(pid)) {
+    const used = Math.max(0, ms - (start.get(tid)?.ms ?? 0));
+    byName.set(name, (byName.get(name) ?? 0) + used);
+  }
+  return byName;
 }

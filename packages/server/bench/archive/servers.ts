@@ -30,7 +30,9 @@ export async function startGateway(
   ];
   if (role === 'off') args.push('--StoreSettings.workspace_prefix=');
   const preloads: string[] = [];
-  if (profileDir !== undefined && role === 'on') {
+  if (profileDir !== undefined && role !== 'debug') {
+    // Both gateways, so that the "on" profile can be read against the "off" one (its file is
+    // left beside the other; the summary is the "on" gateway's).
     await mkdir(profileDir, { recursive: true });
     preloads.push(`--require ${await writeProfilerPreload(profileDir)}`);
   }
@@ -40,6 +42,9 @@ export async function startGateway(
       `--require ${await writeSpanPreload(spansDir, join(REPO_ROOT, 'packages', 'server', 'lib'))}`
     );
   }
+  // A/B runs: a preload of one's own for the "on" gateway (a variant of the code under test).
+  const extra = process.env.BENCH_ARCHIVE_ON_PRELOAD;
+  if (extra !== undefined && extra !== '' && role === 'on') preloads.push(`--require ${extra}`);
   const nodeOptions = preloads.join(' ');
   const gateway = await startGatewayProcess({
     args,

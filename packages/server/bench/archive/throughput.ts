@@ -10,7 +10,7 @@ import { runConcurrent } from '../harness';
 import { objectKeyOf, readObject, versionCounts } from '../objects';
 import { ContentsSaver, PathLocks, SaveClient, Workload, nextId, pathName } from '../saves';
 import { formatRate } from '../stats';
-import { type IPids, cpuNow, cpuSince } from './cpu';
+import { type IPids, cpuNow, cpuSince, threadsCpuMs, threadsCpuSince } from './cpu';
 import {
   BUCKET,
   type IPlainJupyter,
@@ -83,6 +83,7 @@ async function saveRound(
   const locks = new PathLocks();
   const latencies: number[] = [];
   const cpuStart = cpuNow(pids);
+  const threadsStart = threadsCpuMs(pids.gateway);
   const start = performance.now();
   await runConcurrent(count, plan.concurrency, async i => {
     const path = pathName('tp', i, plan.paths);
@@ -92,6 +93,11 @@ async function saveRound(
   const answered = performance.now();
   const drained = archiving ? await (saver as SaveClient).drained(2) : answered;
   const cpu = cpuSince(pids, cpuStart);
+  const threads = [...threadsCpuSince(pids.gateway, threadsStart)]
+    .filter(([, ms]) => ms > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, ms]) => `${name} ${Math.round((ms * 1000) / count)} µs`);
+  log(`throughput ${kind}: gateway CPU per save by thread: ${threads.join(', ')}`);
   if (archiving) await checkVersions(s3, prefix, before, added, lastIds, 'archive round');
   return {
     kind,

@@ -166,10 +166,14 @@ export class Archiving {
         }),
       { journals: true }
     );
+    // The gateway tells Jupyter's event bus of its own changes (ContentsEventEmitter), and the
+    // bus's echo of a save needs no look (see ArchiveIntake.expectEcho).
+    const echoed = options.upstream !== undefined;
     manager.onChanged(change => {
       // Saves and copies reach the intake through the save hook, with their bytes.
       if (change.action === 'rename') intake.renamed(change.from, change.to, 'gateway');
       else if (change.action === 'delete') intake.removed(change.path, 'gateway');
+      else if (change.action === 'save' && echoed) intake.expectEcho(change.path);
     });
     manager.useVersionCheckpoints(
       settings.versions_as_checkpoints

@@ -245,7 +245,53 @@ export class ArchiveIntake implements IChangeSink {
   changed(apiPath: string, source: ChangeSource): void {
     this._counts[source].seen++;
     if (!this._isInRoot(apiPath)) return;
+    if (source === 'events' && this._takeEcho(apiPath)) return;
     void this.look(apiPath, source);
+  }
+
+  /**
+   * The gateway told Jupyter's event bus of its own save of `apiPath`: the event the bus sends
+   * back for it is this save's echo, and is dropped before any work (see {@link _takeEcho}).
+   *
+   * #### Notes
+   * Every save the gateway answers is reported twice after its own report: by the file watcher
+   * (the rename of its temporary file) and by the bus. Looking at the path for the bus's echo
+   * finds the state the save has just journalled, for an `lstat` on the thread pool and the
+   * look's bookkeeping on the event loop. Dropping it loses nothing:
+   * - events are counted, not matched: with n echoes expected for a path, its first n events
+   *   are dropped, whichever they are. A look reads the path's state on disk, not the event, so
+   *   when another writer's event comes too, the last event of the path is looked at, after
+   *   every change the events stand for, even if an echo came after it;
+   * - what anyone else writes reaches the disk, where the watcher reports it and the scan finds
+   *   it, whatever the bus says;
+   * - echoes are expected for {@link ECHO_WINDOW_MS} only: an event the gateway failed to post
+   *   never comes, and hides at most one other event of that path within that time (which the
+   *   watcher and the scan still cover).
+   */
+  expectEcho(apiPath: string): void {
+    const now = Date.now();
+    const expected = this._echoes.get(apiPath);
+    if (expected !== undefined && now <= expected.until) {
+      expected.count++;
+      expected.until = now + ECHO_WINDOW_MS;
+      return;
+    }
+    if (this._echoes.size >= MAX_EXPECTED_ECHOES) {
+      for (const [path, { until }] of this._echoes) if (now > until) this._echoes.delete(path);
+    }
+    this._echoes.set(apiPath, { count: 1, until: now + ECHO_WINDOW_MS });
+  }
+
+  /** Is this bus report of `apiPath` the echo of a save of the gateway's own? Counts it off. */
+  private _takeEcho(apiPath: string): boolean {
+    const expected = this._echoes.get(apiPath);
+    if (expected === undefined) return false;
+    if (Date.now() > expected.until) {
+      this._echoes.delete(apiPath);
+      return false;
+    }
+    if (--expected.count === 0) this._echoes.delete(apiPath);
+    return true;
   }
 
   removed(apiPath: string, source: ChangeSource): void {
@@ -418,6 +464,7 @@ export class ArchiveIntake implements IChangeSink {
     this._pendingDeletes.clear();
     for (const pending of this._rechecks.values()) clearTimeout(pending.timer);
     this._rechecks.clear();
+    this._echoes.clear();
   }
 
   private async _lookNow(apiPath: string, source: ChangeSource): Promise<void> {
@@ -905,6 +952,8 @@ export class ArchiveIntake implements IChangeSink {
   private readonly _looksAfterHold = new Map<string, ChangeSource>();
   /** How many saves the gateway reported per path (holds compare it at their end). */
   private readonly _savesReported = new Map<string, number>();
+  /** Per path, echoes of the gateway's own saves still to come from the bus (see expectEcho). */
+  private readonly _echoes = new Map<string, { count: number; until: number }>();
   /** Bumped by the gateway's saves, renames and deletes, so that a stale look is redone. */
   private readonly _generations = new Map<string, number>();
   /** Per path, the known state whose racy stat is to be confirmed by a read later. */
@@ -1050,3 +1099,12 @@ function hash(bytes: Buffer): string {
 function sleep(ms: number): Promise<void> {
   return new Promise(resolve => setTimeout(resolve, ms).unref());
 }
+
+/**
+ * How long the echo of a save of the gateway's own is expected from Jupyter's event bus (see
+ * `ArchiveIntake.expectEcho`): the events are posted one at a time after each save, and come
+ * back within milliseconds, or a second or two behind a burst.
+ */
+const ECHO_WINDOW_MS = 5000;
+/** Beyond this many paths with echoes expected, the expired ones are dropped. */
+const MAX_EXPECTED_ECHOES = 4096;

@@ -194,6 +194,60 @@ describe('ArchiveIntake', () => {
     });
   });
 
+  describe('#expectEcho()', () => {
+    it("drops the bus's echo of a gateway save, once per save, and looks at the next report", async () => {
+      await write('e.ipynb', 'saved by the gateway');
+      await harness.intake.saved('e.ipynb', Buffer.from('saved by the gateway'));
+      harness.intake.expectEcho('e.ipynb');
+      await harness.drained();
+      // Another writer, reported by the bus only: the echo hides nothing but itself.
+      await write('e.ipynb', 'written through Jupyter');
+      harness.intake.changed('e.ipynb', 'events');
+      await harness.drained();
+      expect(store.history(KEY('e.ipynb'))).toEqual(['saved by the gateway']);
+      harness.intake.changed('e.ipynb', 'events');
+      await harness.drained();
+      expect(store.history(KEY('e.ipynb'))).toEqual([
+        'saved by the gateway',
+        'written through Jupyter'
+      ]);
+      expect(harness.intake.counts().events.seen).toBe(2);
+    });
+
+    it('expects an echo per save, and none once the window has passed', async () => {
+      const now = Date.now();
+      const clock = jest.spyOn(Date, 'now').mockReturnValue(now);
+      try {
+        harness.intake.expectEcho('w.ipynb');
+        harness.intake.expectEcho('w.ipynb');
+        harness.intake.expectEcho('late.ipynb');
+        await write('w.ipynb', 'w');
+        harness.intake.changed('w.ipynb', 'events');
+        harness.intake.changed('w.ipynb', 'events');
+        // An event the gateway failed to post never comes: after 5 s the next report counts.
+        await write('late.ipynb', 'late');
+        clock.mockReturnValue(now + 5001);
+        harness.intake.changed('late.ipynb', 'events');
+      } finally {
+        clock.mockRestore();
+      }
+      await harness.drained();
+      expect(store.history(KEY('w.ipynb'))).toEqual([]);
+      expect(store.history(KEY('late.ipynb'))).toEqual(['late']);
+      harness.intake.changed('w.ipynb', 'events');
+      await harness.drained();
+      expect(store.history(KEY('w.ipynb'))).toEqual(['w']);
+    });
+
+    it('never drops a report of another source', async () => {
+      await write('o.ipynb', 'other');
+      harness.intake.expectEcho('o.ipynb');
+      harness.intake.changed('o.ipynb', 'watcher');
+      await harness.drained();
+      expect(store.history(KEY('o.ipynb'))).toEqual(['other']);
+    });
+  });
+
   describe('#removed() and #renamed()', () => {
     it('puts a delete marker on a deleted notebook', async () => {
       await write('gone.ipynb', 'content');
