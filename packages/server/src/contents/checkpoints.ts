@@ -1,9 +1,10 @@
 import type { CheckpointModel } from '@jupyter-store/contract';
-import { constants as fsConstants, type Stats } from 'node:fs';
+import { constants as fsConstants, statSync, type Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { hasErrorCode } from '../errors';
+import { canAccessNow, lstatNow, statNow } from './fileio';
 import { httpErrors } from '../http/errorCatalogue';
 import { formatTimestamp } from './model';
 import { parentPath, baseName, splitExtension, type RootResolver } from './paths';
@@ -49,12 +50,10 @@ export class FileCheckpoints {
     const directory = this.resolver.osPath(parentPath(apiPath));
     let checkpointDir = path.join(directory, CHECKPOINT_DIR);
     let files = this.files;
-    // Nearly always the directory is there already: one look, made while the write permission
-    // is asked, spares opening and checking the parent to create it.
-    const [writable, existing] = await Promise.all([
-      canWrite(directory),
-      fs.lstat(checkpointDir).catch(() => undefined)
-    ]);
+    // Nearly always the directory is there already: one look spares opening and checking the
+    // parent to create it. Both looks on this thread, as the manager's (see statNow).
+    const writable = canAccessNow(directory, fsConstants.W_OK);
+    const existing = lstatNow(checkpointDir);
     if (!writable) {
       const relative = path.relative(this.resolver.rootDir, directory);
       const tmpRoot = path.join(os.tmpdir(), 'jupyter_checkpoints');
@@ -97,10 +96,45 @@ export class FileCheckpoints {
     return this.model(CHECKPOINT_ID, target.osPath);
   }
 
+  /**
+   * Give a file that has no checkpoint one, from the bytes a save writes there (Jupyter's save
+   * makes it so for a notebook): the copy Jupyter makes, without reading the file back. The
+   * copy takes the file's times, as `shutil.copy2` gives it.
+   *
+   * @param saved - settles when the save's own write has: the copy is written meanwhile, and
+   *   takes the file's times and its name only once the file is written. If the write fails,
+   *   no checkpoint is made.
+   *
+   * #### Notes
+   * Written after the file, as before, the copy's seven trips through the thread pool came
+   * after the file's own and its two fsyncs; written meanwhile, a new notebook waits for two
+   * of them after its file is written. A crash leaves at worst the copy's hidden temporary file,
+   * never a checkpoint of a file that was not written. Where the checkpoint directory is not
+   * there yet, the copy waits for the write as before: a save that fails creates no directory,
+   * as Jupyter's creates none.
+   */
+  async createIfMissing(
+    apiPath: string,
+    bytes: Buffer,
+    saved: Promise<unknown> = Promise.resolve()
+  ): Promise<void> {
+    const directory = this.resolver.osPath(parentPath(apiPath));
+    if (!lstatNow(path.join(directory, CHECKPOINT_DIR))?.isDirectory()) await saved;
+    const target = await this.locate(apiPath, CHECKPOINT_ID);
+    if (isFile(target.osPath)) return;
+    const times = saved.then(() => {
+      const stats = statNow(this.resolver.osPath(apiPath));
+      return stats?.isFile() ? stats : undefined;
+    });
+    // Awaited by the write only once its bytes are written; a failure before leaves it unread.
+    times.catch(() => undefined);
+    await target.files.writeFileAtomic(target.osPath, bytes, { durable: false, times });
+  }
+
   /** The checkpoints of a file: none, or the one. */
   async list(apiPath: string): Promise<CheckpointModel[]> {
     const target = await this.checkpointPath(apiPath);
-    if (!(await isFile(target))) return [];
+    if (!isFile(target)) return [];
     return [await this.model(CHECKPOINT_ID, target)];
   }
 
@@ -135,7 +169,7 @@ export class FileCheckpoints {
   async renameAll(oldPath: string, newPath: string): Promise<void> {
     // Jupyter lists the checkpoints (there is at most the one), then moves each: located once.
     const from = await this.locate(oldPath, CHECKPOINT_ID);
-    if (await isFile(from.osPath)) {
+    if (isFile(from.osPath)) {
       const to = await this.locate(newPath, CHECKPOINT_ID);
       if (from.files === to.files) await from.files.rename(from.osPath, to.osPath);
       else {
@@ -154,7 +188,7 @@ export class FileCheckpoints {
   async deleteAll(apiPath: string): Promise<void> {
     // As listing and then deleting each, with the one checkpoint located once.
     const target = await this.locate(apiPath, CHECKPOINT_ID);
-    if (!(await isFile(target.osPath))) return;
+    if (!isFile(target.osPath)) return;
     try {
       await target.files.unlink(target.osPath);
     } catch (error) {
@@ -172,7 +206,7 @@ export class FileCheckpoints {
   private _tmpFiles: RootFs | undefined;
 
   private async model(id: string, osPath: string): Promise<CheckpointModel> {
-    const stats = await fs.stat(osPath);
+    const stats = statSync(osPath);
     return { id, last_modified: formatTimestamp(stats.mtimeMs) };
   }
 
@@ -181,19 +215,10 @@ export class FileCheckpoints {
   }
 }
 
-/** Is there a regular file (symlinks followed) at the path? */
-async function isFile(osPath: string): Promise<boolean> {
+/** Is there a regular file (symlinks followed) at the path? Asked on this thread (see statNow). */
+function isFile(osPath: string): boolean {
   try {
-    return (await fs.stat(osPath)).isFile();
-  } catch {
-    return false;
-  }
-}
-
-async function canWrite(directory: string): Promise<boolean> {
-  try {
-    await fs.access(directory, fsConstants.W_OK);
-    return true;
+    return statNow(osPath)?.isFile() ?? false;
   } catch {
     return false;
   }

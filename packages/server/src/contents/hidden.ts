@@ -1,5 +1,5 @@
-import { constants as fsConstants, type Stats } from 'node:fs';
-import * as fs from 'node:fs/promises';
+import { constants as fsConstants, statSync, type Stats } from 'node:fs';
+import { canAccessNow } from './fileio';
 
 /** Jupyter's default `ContentsManager.hide_globs`: never listed, even with hidden files allowed. */
 export const DEFAULT_HIDE_GLOBS: readonly string[] = [
@@ -49,21 +49,17 @@ export function hasHiddenSegment(apiPath: string): boolean {
  */
 export async function isItemHidden(name: string, osPath: string, stats?: Stats): Promise<boolean> {
   if (name.startsWith('.')) return true;
+  // Both looks on the calling thread, as the manager's others (see statNow).
   let info = stats;
   if (info === undefined) {
     try {
-      info = await fs.stat(osPath);
+      info = statSync(osPath);
     } catch {
       return false;
     }
   }
   if (!info.isDirectory()) return false;
-  try {
-    await fs.access(osPath, fsConstants.R_OK | fsConstants.X_OK);
-    return false;
-  } catch {
-    return true;
-  }
+  return !canAccessNow(osPath, fsConstants.R_OK | fsConstants.X_OK);
 }
 
 /**

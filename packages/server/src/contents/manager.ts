@@ -7,7 +7,7 @@ import { HttpError, hasErrorCode } from '../errors';
 import { httpErrors } from '../http/errorCatalogue';
 import { errnoError } from '../http/errors';
 import { FileCheckpoints, CHECKPOINT_DIR } from './checkpoints';
-import { lstatOrUndefined, statOrUndefined } from './fileio';
+import { canAccessNow, lstatNow, statNow, statOrUndefined } from './fileio';
 import { DEFAULT_HIDE_GLOBS, compileGlobs, isHidden, isItemHidden } from './hidden';
 import {
   baseModel,
@@ -288,19 +288,17 @@ export class ContentsManager {
 
   /** Is there a regular file (symlinks followed) at the API path? */
   async fileExists(apiPath: string): Promise<boolean> {
-    const stats = await this.resolved(apiPath, statOrUndefined);
-    return stats?.isFile() ?? false;
+    return this.resolvedNow(apiPath, statNow)?.isFile() ?? false;
   }
 
   /** Is there a directory (symlinks followed) at the API path? */
   async dirExists(apiPath: string): Promise<boolean> {
-    const stats = await this.resolved(apiPath, statOrUndefined);
-    return stats?.isDirectory() ?? false;
+    return this.resolvedNow(apiPath, statNow)?.isDirectory() ?? false;
   }
 
   /** Does anything exist at the API path? */
   async exists(apiPath: string): Promise<boolean> {
-    return (await this.resolved(apiPath, lstatOrUndefined)) !== undefined;
+    return this.resolvedNow(apiPath, lstatNow) !== undefined;
   }
 
   /**
@@ -344,12 +342,13 @@ export class ContentsManager {
    */
   async get(apiPath: string, options: ContentsManager.IGetOptions = {}): Promise<ContentsModel> {
     const normalized = normalizeApiPath(apiPath);
-    const lstats = await this.resolved(normalized, lstatOrUndefined);
+    const lstats = this.resolvedNow(normalized, lstatNow);
     const osPath = this.resolver.osPath(normalized);
-    const notFound = httpErrors.notFound(`file or directory does not exist: '${normalized}'`);
-    if (!lstats) throw notFound;
-    const stats = lstats.isSymbolicLink() ? await statOrUndefined(osPath) : lstats;
-    if (!this.allowHidden && (await isHidden(normalized, osPath, stats))) throw notFound;
+    // Made only when thrown: an error captures a stack, which every answered get would pay for.
+    const notFound = () => httpErrors.notFound(`file or directory does not exist: '${normalized}'`);
+    if (!lstats) throw notFound();
+    const stats = lstats.isSymbolicLink() ? statNow(osPath) : lstats;
+    if (!this.allowHidden && (await isHidden(normalized, osPath, stats))) throw notFound();
     const content = options.content ?? true;
     if (stats?.isDirectory()) {
       if (options.hash) {
@@ -461,13 +460,21 @@ export class ContentsManager {
         const bytes = serialized.bytes;
         validationMessage = serialized.validationMessage;
         signing = serialized.signing;
-        written = Private.notDurable(
-          await this.files.writeFileAtomic(osPath, bytes, { durable: !journalled })
+        const writing = this.files.writeFileAtomic(osPath, bytes, { durable: !journalled });
+        // Its first checkpoint, if it has none, is written meanwhile (see createIfMissing).
+        // Marked as handled at once: it may fail while the write is still under way, before it
+        // is awaited (an unhandled rejection would end the process).
+        const checkpointing = settledLater(
+          this.checkpoints.createIfMissing(normalized, bytes, writing)
         );
-        saved = bytes;
-        if ((await this.checkpoints.list(normalized)).length === 0) {
-          await this.checkpoints.create(normalized);
+        try {
+          written = Private.notDurable(await writing);
+        } catch (error) {
+          await checkpointing.catch(() => undefined);
+          throw error;
         }
+        saved = bytes;
+        await checkpointing;
       } else if (request.type === 'file') {
         const bytes = decodeFileContent(normalized, request.content, request.format);
         const whole = chunk === undefined || chunk === null;
@@ -559,9 +566,18 @@ export class ContentsManager {
     } else {
       untitled = UNTITLED_NAMES.file;
     }
+    // The directory was resolved above: a name with nothing at it (nearly always the first
+    // tried) needs no resolving of its own, whose answer would be its directory's; a name taken
+    // is looked at as `exists` looks (a link there leading outside is a 404, as before).
     const name = await incrementName(
       untitled + extension,
-      candidate => this.exists(joinApiPath(normalized, candidate)),
+      async candidate => {
+        const candidatePath = joinApiPath(normalized, candidate);
+        return (
+          lstatNow(this.resolver.osPath(candidatePath)) !== undefined &&
+          (await this.exists(candidatePath))
+        );
+      },
       insert
     );
     return this.create(joinApiPath(normalized, name), { type: itemType });
@@ -647,17 +663,16 @@ export class ContentsManager {
     const to = normalizeApiPath(newPath);
     if (from !== to) {
       if (from === '') throw httpErrors.badRequest('Cannot rename the root directory');
-      // Asked at once, answered in Jupyter's order: hidden names first, then where they lead.
-      const hidden = Promise.all([this.isHidden(from), this.isHidden(to)]);
-      const fromResolved = settledLater(this.resolver.resolve(from));
-      const existingLooked = settledLater(this.resolved(to, lstatOrUndefined));
-      if ((await hidden).includes(true)) {
+      // Answered in Jupyter's order: hidden names first, then where they lead (all looks on
+      // this thread, see statNow).
+      const hidden = [await this.isHidden(from), await this.isHidden(to)];
+      if (hidden.includes(true)) {
         throw httpErrors.hiddenPath(`Cannot rename file or directory '${from}'`);
       }
-      const fromOs = await fromResolved;
-      const existing = await existingLooked;
+      const fromOs = this.resolver.resolveNow(from);
+      const existing = this.resolvedNow(to, lstatNow);
       const toOs = this.resolver.osPath(to);
-      if (existing && !(await sameFile(fromOs, toOs))) {
+      if (existing && !sameFile(fromOs, toOs)) {
         throw httpErrors.conflict(`File already exists: ${to}`);
       }
       if (!existing && (await this.renameByLink(from, to, fromOs, toOs))) {
@@ -761,9 +776,10 @@ export class ContentsManager {
   async delete(apiPath: string): Promise<void> {
     const normalized = normalizeApiPath(apiPath);
     if (normalized === '') throw httpErrors.badRequest("Can't delete root");
-    const [stats, lstats] = await this.resolved(normalized, osPath =>
-      Promise.all([statOrUndefined(osPath), lstatOrUndefined(osPath)])
-    );
+    const [stats, lstats] = this.resolvedNow(normalized, osPath => [
+      statNow(osPath),
+      lstatNow(osPath)
+    ]);
     const osPath = this.resolver.osPath(normalized);
     if (!this.allowHidden && (await isHidden(normalized, osPath, stats))) {
       throw httpErrors.hiddenPath(`Cannot delete file or directory '${normalized}'`);
@@ -777,9 +793,7 @@ export class ContentsManager {
         // The item is moved from its directory, pinned: a directory swapped for a symlink
         // meanwhile cannot make the trash take something outside the root.
         await this.files.atEntry(osPath, async (dir, name) => {
-          try {
-            await fs.access(dir.entry(name), fs.constants.W_OK);
-          } catch {
+          if (!canAccessNow(dir.entry(name), fs.constants.W_OK)) {
             throw httpErrors.permissionDenied(`Permission denied: ${normalized}`);
           }
           await moveToTrash(osPath, process.env, { from: dir.entry(name) });
@@ -1170,9 +1184,9 @@ export class ContentsManager {
       throw httpErrors.hiddenPath(`Cannot create directory '${apiPath}'`);
     }
     await this.files.atEntry(osPath, async (dir, name) => {
-      const stats = await statOrUndefined(dir.entry(name));
+      const stats = statNow(dir.entry(name));
       // A symlink to nothing is not a free name: nothing is created through it.
-      if (!stats && !(await lstatOrUndefined(dir.entry(name)))) await fs.mkdir(dir.entry(name));
+      if (!stats && !lstatNow(dir.entry(name))) await fs.mkdir(dir.entry(name));
       else if (!stats?.isDirectory()) throw httpErrors.badType(`Not a directory: ${apiPath}`);
     });
   }
@@ -1213,19 +1227,12 @@ export class ContentsManager {
   }
 
   /**
-   * `look` at the API path's OS path, counted only once the path is known to stay inside the
-   * root. Both run at once: each is a trip to the thread pool, which costs more than the
-   * call itself, and a look at a path that turns out to lead outside is thrown away unseen.
+   * `look` at the API path's OS path once the path is known to stay inside the root; both on
+   * this thread (see {@link statNow}: a trip to the thread pool costs more than the call).
    */
-  private async resolved<T>(apiPath: string, look: (osPath: string) => Promise<T>): Promise<T> {
-    const looked = look(this.resolver.osPath(apiPath));
-    try {
-      await this.resolver.resolve(apiPath);
-    } catch (error) {
-      await looked.catch(() => undefined);
-      throw error;
-    }
-    return looked;
+  private resolvedNow<T>(apiPath: string, look: (osPath: string) => T): T {
+    this.resolver.resolveNow(apiPath);
+    return look(this.resolver.osPath(apiPath));
   }
 
   private emitSaved(event: ISavedEvent): void {
@@ -1388,18 +1395,18 @@ function contentKey(stats: Stats): string {
   return `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
 }
 
-async function sameFile(a: string, b: string): Promise<boolean> {
-  const [first, second] = await Promise.all([statOrUndefined(a), statOrUndefined(b)]);
-  return !!first && !!second && first.dev === second.dev && first.ino === second.ino;
-}
-
 /**
- * The promise itself, marked as handled: it is awaited later, after others that were started
+ * The promise itself, marked as handled: it is awaited later, after another that was started
  * with it, and its rejection must not count as unhandled meanwhile.
  */
 function settledLater<T>(promise: Promise<T>): Promise<T> {
   promise.catch(() => undefined);
   return promise;
+}
+
+function sameFile(a: string, b: string): boolean {
+  const [first, second] = [statNow(a), statNow(b)];
+  return !!first && !!second && first.dev === second.dev && first.ino === second.ino;
 }
 
 /**

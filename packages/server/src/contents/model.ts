@@ -1,6 +1,6 @@
 import type { ContentsModel, ContentsType } from '@jupyter-store/contract';
 import { constants as fsConstants, type Stats } from 'node:fs';
-import * as fs from 'node:fs/promises';
+import { canAccessNow } from './fileio';
 import { baseName } from './paths';
 
 export { guessMimeType } from './mimetypes';
@@ -18,14 +18,12 @@ export function formatTimestamp(milliseconds: number): string {
   return fraction === 0 ? `${date}Z` : `${date}.${String(fraction).padStart(6, '0')}Z`;
 }
 
-/** Can this process write the path (`os.access(path, W_OK)`)? */
-export async function isWritable(osPath: string): Promise<boolean> {
-  try {
-    await fs.access(osPath, fsConstants.W_OK);
-    return true;
-  } catch {
-    return false;
-  }
+/**
+ * Can this process write the path (`os.access(path, W_OK)`)? Asked on the calling thread, as
+ * the manager's other looks (see {@link canAccessNow}).
+ */
+export function isWritable(osPath: string): boolean {
+  return canAccessNow(osPath, fsConstants.W_OK);
 }
 
 /**
@@ -42,7 +40,7 @@ export async function baseModel(
     name: baseName(apiPath),
     path: apiPath,
     type,
-    writable: await isWritable(osPath),
+    writable: isWritable(osPath),
     created: formatTimestamp(stats.ctimeMs),
     last_modified: formatTimestamp(stats.mtimeMs),
     mimetype: null,

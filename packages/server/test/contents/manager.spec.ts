@@ -124,6 +124,37 @@ describe('ContentsManager', () => {
     });
   });
 
+  describe('a new notebook and its first checkpoint, written at once', () => {
+    const notebook = { cells: [], metadata: {}, nbformat: 4, nbformat_minor: 5 };
+
+    it('writes the checkpoint with the bytes and times of the file', async () => {
+      await fs.mkdir(path.join(root, '.ipynb_checkpoints'));
+      await manager.put('n.ipynb', { type: 'notebook', content: notebook });
+      const file = path.join(root, 'n.ipynb');
+      const copy = path.join(root, '.ipynb_checkpoints', 'n-checkpoint.ipynb');
+      expect((await fs.readFile(copy)).equals(await fs.readFile(file))).toBe(true);
+      // Within a millisecond: times are set through a Date, as the copy from the file was before.
+      const [copied, written] = [(await fs.stat(copy)).mtimeMs, (await fs.stat(file)).mtimeMs];
+      expect(Math.abs(copied - written)).toBeLessThan(1);
+    });
+
+    it('answers a checkpoint that fails before the file is written with its error', async () => {
+      // A directory where the checkpoint goes: its write fails at once, the file's takes fsyncs.
+      // (That the early failure is handled at once, not left to end the process, is what the
+      // races integration test caught: jest's sandbox does not see unhandled rejections.)
+      await fs.mkdir(path.join(root, '.ipynb_checkpoints', 'n-checkpoint.ipynb'), {
+        recursive: true
+      });
+      await expect(
+        manager.put('n.ipynb', { type: 'notebook', content: notebook })
+      ).rejects.toMatchObject({ status: 400 });
+      // The file itself was written, as Jupyter's is before its checkpoint fails.
+      expect(JSON.parse(await fs.readFile(path.join(root, 'n.ipynb'), 'utf8'))).toMatchObject({
+        nbformat: 4
+      });
+    });
+  });
+
   describe('#delete()', () => {
     it('refuses the root and non-empty directories', async () => {
       await fs.mkdir(path.join(root, 'd'));

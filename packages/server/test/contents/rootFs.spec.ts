@@ -90,6 +90,28 @@ describe('RootFs', () => {
     });
   });
 
+  describe('closing the directories it opens', () => {
+    /** The descriptors this process has open. */
+    const openFds = async (): Promise<number> => (await fs.readdir('/proc/self/fd')).length;
+
+    it('closes them after writes, renames and unlinks, without the caller waiting', async () => {
+      if (!(await procFdWorks())) return;
+      await files.writeFileAtomic(path.join(root, 'dir', 'warm.txt'), Buffer.from('w'));
+      await new Promise(resolve => setTimeout(resolve, 50));
+      const before = await openFds();
+      for (let i = 0; i < 20; i++) {
+        const name = path.join(root, 'dir', `f${i}.txt`);
+        await files.writeFileAtomic(name, Buffer.from(String(i)));
+        await files.rename(name, `${name}.moved`);
+        await files.unlink(`${name}.moved`);
+      }
+      // The closes were left to finish on their own: they have, a moment later.
+      await new Promise(resolve => setTimeout(resolve, 100));
+      expect(await openFds()).toBeLessThanOrEqual(before);
+      expect(await fs.readdir(path.join(root, 'dir'))).toEqual(['warm.txt']);
+    });
+  });
+
   describe('#appendFile()', () => {
     it('appends, creates a missing plain file, and reads the whole file back', async () => {
       const target = path.join(root, 'dir', 'up.bin');
