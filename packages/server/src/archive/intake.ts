@@ -330,12 +330,7 @@ export class ArchiveIntake implements IChangeSink {
         }
         // Nothing queued at the new path (same content as known there): no record to mark.
         if (this._renamedInto.get(now) === old) this._renamedInto.delete(now);
-        this._enqueueQuietly(
-          old,
-          Buffer.alloc(0),
-          { source, action: 'delete', durable: false },
-          undefined
-        );
+        this._enqueueDelete(old, source, now);
       });
     }
     // Whatever was not known under the new name (new files moved in) is looked at there.
@@ -542,7 +537,7 @@ export class ArchiveIntake implements IChangeSink {
       { source, durable: false, renamedFrom, checkLatest, sha256: read.sha256 },
       read.holder
     );
-    if (renamedFrom !== undefined) this._enqueueDelete(renamedFrom, source);
+    if (renamedFrom !== undefined) this._enqueueDelete(renamedFrom, source, apiPath);
   }
 
   /**
@@ -824,7 +819,8 @@ export class ArchiveIntake implements IChangeSink {
     apiPath: string,
     bytes: Buffer,
     options: Parameters<ArchiveQueue['enqueue']>[2],
-    holder: Private.IStatHolder | undefined
+    holder: Private.IStatHolder | undefined,
+    behind?: string
   ): Promise<void> {
     const renamedFrom = this._renamedInto.get(apiPath);
     if (renamedFrom !== undefined && options?.action !== 'delete') {
@@ -832,9 +828,13 @@ export class ArchiveIntake implements IChangeSink {
       this._renamedInto.delete(apiPath);
       options = { ...options, renamedFrom: options?.renamedFrom ?? renamedFrom };
     }
-    const previous = this._enqueueChains.get(apiPath) ?? Promise.resolve();
+    // Behind another path: after its records were handed to the queue, so that the queue can
+    // put this one behind them (see ArchiveQueue.enqueue). The chains never reject.
+    const own = this._enqueueChains.get(apiPath) ?? Promise.resolve();
+    const other = behind === undefined ? undefined : this._enqueueChains.get(behind);
+    const previous = other === undefined ? own : Promise.all([own, other]);
     const current = previous.then(async () => {
-      await this._queue.enqueue(apiPath, bytes, options, holder);
+      await this._queue.enqueue(apiPath, bytes, options, holder, behind);
     });
     const settled = current.catch((error: unknown) => {
       this._log.error(
@@ -852,12 +852,17 @@ export class ArchiveIntake implements IChangeSink {
     return current;
   }
 
-  private _enqueueDelete(apiPath: string, source: ChangeSource): void {
+  /**
+   * Queue the delete of `apiPath`; for a rename, `renamedTo` is the new path, whose version the
+   * queue archives first (see ArchiveQueue.enqueue).
+   */
+  private _enqueueDelete(apiPath: string, source: ChangeSource, renamedTo?: string): void {
     this._enqueueQuietly(
       apiPath,
       Buffer.alloc(0),
       { source, action: 'delete', durable: false },
-      undefined
+      undefined,
+      renamedTo
     );
   }
 

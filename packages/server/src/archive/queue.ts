@@ -102,18 +102,22 @@ export class ArchiveQueue {
    * Journal a change and queue it; resolves once the journal holds it (durably, unless
    * `options.durable` is false).
    *
+   * @param behind - another path whose records queued so far are archived first: a rename's
+   *   delete marker on the old path is written only once the new path's version is (see
+   *   {@link ArchiveQueue.IEnqueueOptions.behind}).
    * @throws when the journal cannot be written: the caller must not report the save as safe.
    */
   async enqueue(
     apiPath: string,
     content: Buffer,
     options: IAppendOptions = {},
-    attachment?: unknown
+    attachment?: unknown,
+    behind?: string
   ): Promise<IJournalEntry> {
     if (this._closed) throw new Error('the archive queue is closed');
     const record = await this._journal.append(apiPath, content, options);
     if (attachment !== undefined) this._attachments.set(record.seq, attachment);
-    this._schedule(record, false);
+    this._schedule(record, false, behind);
     return entryOf(record);
   }
 
@@ -211,7 +215,20 @@ export class ArchiveQueue {
     await this._journal.close();
   }
 
-  private _schedule(record: IJournalRecord, replayed: boolean): void {
+  /**
+   * Queue a record behind the earlier records of its path and, with `behind`, behind those of
+   * that other path too.
+   *
+   * #### Notes
+   * A rename is archived as two records on two paths: the new path's version (with
+   * `renamed-from`), then a delete marker on the old path. Uploads of different paths run at
+   * once, so without `behind` the marker could reach the store first, or, with the version's
+   * upload retried through an outage, long before it; the history of a renamed notebook is
+   * told by the marker being the old key's first entry not older than the new version (see
+   * `listHistory` in store/objects.ts). Records replayed after a crash carry no `behind`: the
+   * two uploads of a rename cut in half by a crash may still land in either order.
+   */
+  private _schedule(record: IJournalRecord, replayed: boolean, behind?: string): void {
     this._pending.set(record.seq, record);
     const superseded = this._coalescer.absorb(record, replayed);
     if (superseded) {
@@ -224,7 +241,10 @@ export class ArchiveQueue {
       return;
     }
     const slot = this._coalescer.open(record, replayed);
-    const previous = this._pathLocks.get(record.path) ?? Promise.resolve();
+    const own = this._pathLocks.get(record.path) ?? Promise.resolve();
+    const other = behind === undefined ? undefined : this._pathLocks.get(behind);
+    // Path locks never reject (see _archive).
+    const previous = other === undefined ? own : Promise.all([own, other]);
     // The upload starts on the next turn of the event loop: the SDK does a millisecond of
     // synchronous work before its first await, which would otherwise come before the answer of
     // the save that queued this record.

@@ -10,6 +10,7 @@ import { ArchiveQueue } from '../../src/archive/queue';
 import { ReconciliationScan } from '../../src/archive/scan';
 import { RootFs } from '../../src/contents/rootFs';
 import { createLogger } from '../../src/gateway/logger';
+import { ObjectStoreError } from '../../src/storage/objectStore';
 import { FakeStore } from '../support/fakeStore';
 
 const KEY = (path: string) => `workspace/${path}`;
@@ -302,6 +303,38 @@ describe('ArchiveIntake', () => {
         encodeURIComponent('from/a b.ipynb')
       );
       expect(store.history(KEY('from/a b.ipynb'))).toEqual(['a', null]);
+    });
+
+    it("writes a rename's delete marker after the new path's version, even while that put is retried", async () => {
+      // The order the store took the writes in, by its own counter (v1, v2, ...).
+      const order = (key: string) => Number(store.versions.get(key)?.at(-1)?.id.slice(1));
+      const failTwice = () => {
+        store.failPuts = [0, 1].map(
+          () => new ObjectStoreError('unavailable', 'connection refused', 'ECONNREFUSED')
+        );
+      };
+      await write('reported.ipynb', 'reported rename');
+      await write('paired.ipynb', 'paired rename');
+      harness.intake.changed('reported.ipynb', 'watcher');
+      harness.intake.changed('paired.ipynb', 'watcher');
+      await harness.drained();
+
+      failTwice();
+      await fs.rename(join(root, 'reported.ipynb'), join(root, 'reported-2.ipynb'));
+      harness.intake.renamed('reported.ipynb', 'reported-2.ipynb', 'events');
+      await harness.drained();
+      expect(store.history(KEY('reported.ipynb'))).toEqual(['reported rename', null]);
+      expect(order(KEY('reported-2.ipynb'))).toBeLessThan(order(KEY('reported.ipynb')));
+
+      failTwice();
+      await fs.rename(join(root, 'paired.ipynb'), join(root, 'paired-2.ipynb'));
+      harness.intake.removed('paired.ipynb', 'watcher');
+      harness.intake.changed('paired-2.ipynb', 'watcher');
+      await harness.drained();
+      expect(store.versions.get(KEY('paired-2.ipynb'))![0].metadata['renamed-from']).toBe(
+        'paired.ipynb'
+      );
+      expect(order(KEY('paired-2.ipynb'))).toBeLessThan(order(KEY('paired.ipynb')));
     });
 
     it('treats a delete followed by a re-create with new content as a change', async () => {

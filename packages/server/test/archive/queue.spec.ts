@@ -130,6 +130,24 @@ describe('ArchiveQueue', () => {
     expect(store.maxActive).toBeGreaterThan(1);
   });
 
+  test("a rename's delete marker waits behind the new path's version, even while that put is retried", async () => {
+    queue = makeQueue();
+    await queue.start();
+    await until(() => queue.storageCheck() === true);
+    // The order the two records reach the store, told by the store's own counter (v1, v2, ...).
+    const order = (key: string) => Number(store.versions.get(key)?.at(-1)?.id.slice(1));
+    const rename = async (from: string, to: string, behind: string | undefined) => {
+      store.failPuts = [unavailable(), unavailable()];
+      await queue.enqueue(to, Buffer.from('moved'), { renamedFrom: from });
+      await queue.enqueue(from, Buffer.alloc(0), { action: 'delete' }, undefined, behind);
+      await until(() => queue.status().pending === 0);
+      return order(`workspace/${to}`) < order(`workspace/${from}`);
+    };
+    expect(await rename('a.ipynb', 'b.ipynb', 'b.ipynb')).toBe(true);
+    // Without it, the marker of the path that is not retried gets there first.
+    expect(await rename('c.ipynb', 'd.ipynb', undefined)).toBe(false);
+  });
+
   test('transient failures are retried until the store is back; nothing is lost', async () => {
     queue = makeQueue();
     await queue.start();
