@@ -94,7 +94,14 @@ export class ArchiveQueue {
       this._log.info({ pending: left.length }, 'replaying archives left by an earlier run');
     }
     void this._checkStorage();
-    for (const record of left) this._schedule(record, true);
+    // A rename's two records keep their order (see _schedule): the delete of a path that a
+    // record replayed before it was renamed from waits behind that record's path.
+    const renamedTo = new Map<string, string>();
+    for (const record of left) {
+      const behind = record.action === 'delete' ? renamedTo.get(record.path) : undefined;
+      this._schedule(record, true, behind);
+      if (record.renamedFrom !== undefined) renamedTo.set(record.renamedFrom, record.path);
+    }
     return left;
   }
 
@@ -225,8 +232,8 @@ export class ArchiveQueue {
    * once, so without `behind` the marker could reach the store first, or, with the version's
    * upload retried through an outage, long before it; the history of a renamed notebook is
    * told by the marker being the old key's first entry not older than the new version (see
-   * `listHistory` in store/objects.ts). Records replayed after a crash carry no `behind`: the
-   * two uploads of a rename cut in half by a crash may still land in either order.
+   * `listHistory` in store/objects.ts). Replayed records are put in the same order from the
+   * journal's (see {@link start}).
    */
   private _schedule(record: IJournalRecord, replayed: boolean, behind?: string): void {
     this._pending.set(record.seq, record);

@@ -144,7 +144,7 @@ describe('ArchiveQueue', () => {
       return order(`workspace/${to}`) < order(`workspace/${from}`);
     };
     expect(await rename('a.ipynb', 'b.ipynb', 'b.ipynb')).toBe(true);
-    // Without it, the marker of the path that is not retried gets there first.
+    // Without it, the marker of the path whose write is not retried gets there first.
     expect(await rename('c.ipynb', 'd.ipynb', undefined)).toBe(false);
   });
 
@@ -207,6 +207,24 @@ describe('ArchiveQueue', () => {
     ]);
     expect(store.versions.get('workspace/b.ipynb')).toHaveLength(1);
     expect(await ArchiveJournal.pendingCount(join(dir, 'journal'))).toBe(0);
+  });
+
+  test("records replayed after a crash keep a rename's delete marker behind the new version", async () => {
+    await store.put('notebooks', 'workspace/old.ipynb', Buffer.from('moved'));
+    store.down = unavailable();
+    queue = makeQueue();
+    await queue.start();
+    await queue.enqueue('new.ipynb', Buffer.from('moved'), { renamedFrom: 'old.ipynb' });
+    await queue.enqueue('old.ipynb', Buffer.alloc(0), { action: 'delete' }, undefined, 'new.ipynb');
+    await queue.close();
+    store.down = undefined;
+    store.failPuts = [unavailable(), unavailable()];
+    queue = makeQueue();
+    await queue.start();
+    await until(() => queue.status().pending === 0);
+    const order = (key: string) => Number(store.versions.get(key)?.at(-1)?.id.slice(1));
+    expect(store.versions.get('workspace/old.ipynb')?.at(-1)?.deleteMarker).toBe(true);
+    expect(order('workspace/new.ipynb')).toBeLessThan(order('workspace/old.ipynb'));
   });
 
   test('a lost answer does not make a duplicate version on retry', async () => {
