@@ -58,6 +58,18 @@ function scopeOf(authorization: string | undefined) {
   return { credential: match![1].replace(/\/\d{8}\//, '/DATE/'), signedHeaders: match![2] };
 }
 
+/** A lean put through `client`, with agents of its own and 1 s timeouts. */
+function leanPutOf(client: S3Client, sendChecksum = true): LeanPut {
+  return new LeanPut({
+    client,
+    httpAgent: new http.Agent(),
+    httpsAgent: new https.Agent(),
+    connectionTimeoutMs: 1000,
+    requestTimeoutMs: 1000,
+    sendChecksum
+  });
+}
+
 describe('LeanPut#request() builds the PutObject the SDK would send', () => {
   /** The SDK's own signed request for a put, caught by a request handler that sends nothing. */
   async function sdkRequest(
@@ -118,14 +130,7 @@ describe('LeanPut#request() builds the PutObject the SDK would send', () => {
     sendChecksum = true
   ) {
     const client = new S3Client({ ...config, credentials });
-    const lean = new LeanPut({
-      client,
-      httpAgent: new http.Agent(),
-      httpsAgent: new https.Agent(),
-      connectionTimeoutMs: 1000,
-      requestTimeoutMs: 1000,
-      sendChecksum
-    });
+    const lean = leanPutOf(client, sendChecksum);
     const request = await lean.request({
       bucket,
       key,
@@ -213,14 +218,7 @@ describe('LeanPut#request() builds the PutObject the SDK would send', () => {
         };
       }
     });
-    const lean = new LeanPut({
-      client,
-      httpAgent: new http.Agent(),
-      httpsAgent: new https.Agent(),
-      connectionTimeoutMs: 1000,
-      requestTimeoutMs: 1000,
-      sendChecksum: true
-    });
+    const lean = leanPutOf(client);
     const put = { bucket: 'b', key: 'k', body, sha256: sha256Hex(body), metadata: {} };
     const first = await lean.request(put);
     const second = await lean.request(put);

@@ -202,6 +202,28 @@ async function untilStopped(pid: number): Promise<void> {
   throw new Error(`process ${pid} did not stop`);
 }
 
+/**
+ * How `put` fails, and how long it takes, through a store of the fixture's with 1 s request
+ * timeouts and one attempt, once its server is frozen (SIGSTOP) with a connection pooled to it.
+ */
+async function failureOnStalledServer(
+  fixture: IFixture,
+  put: (store: IObjectStore) => Promise<unknown>
+): Promise<{ ms: number; error: ObjectStoreError }> {
+  const server = fixture.server!;
+  const impatient = fixture.open({ requestTimeoutMs: 1000, maxAttempts: 1 });
+  try {
+    await impatient.checkBucket(fixture.bucket); // a pooled connection to the running server
+    server.pause();
+    await untilStopped(server.pid!);
+    const { ms, result } = await timed(failure(put(impatient)));
+    return { ms, error: result };
+  } finally {
+    server.resume();
+    await impatient.close();
+  }
+}
+
 /** Wait until `condition` holds, polling, at most `ms`. */
 async function eventually(condition: () => boolean, ms = 5000): Promise<boolean> {
   const deadline = Date.now() + ms;
@@ -1463,23 +1485,13 @@ describe.each<StoreKind>(['embedded', 'minio', 'versitygw'])('object store: %s',
       });
 
       it('gives up on a stalled server after the request timeout, as ambiguous', async () => {
-        const server = fixture.server!;
-        const impatient = fixture.open({ requestTimeoutMs: 1000, maxAttempts: 1 });
-        try {
-          await impatient.checkBucket(bucket); // a pooled connection to the running server
-          server.pause();
-          await untilStopped(server.pid!);
-          const { ms, result: error } = await timed(
-            failure(impatient.put(bucket, freshKey(), Buffer.from('x')))
-          );
-          expect(error.kind).toBe('unavailable');
-          expect(error.retryable).toBe(true);
-          expect(error.ambiguous).toBe(true);
-          expect(ms).toBeLessThan(5000);
-        } finally {
-          server.resume();
-          await impatient.close();
-        }
+        const { ms, error } = await failureOnStalledServer(fixture, impatient =>
+          impatient.put(bucket, freshKey(), Buffer.from('x'))
+        );
+        expect(error.kind).toBe('unavailable');
+        expect(error.retryable).toBe(true);
+        expect(error.ambiguous).toBe(true);
+        expect(ms).toBeLessThan(5000);
       });
 
       it('answers unavailable while the server is stopped, and works again after restart()', async () => {
@@ -1969,27 +1981,17 @@ describe.each<'minio' | 'versitygw'>(['minio', 'versitygw'])('lean puts on %s', 
   }
 
   it('gives up on a stalled server after its request timeouts, as ambiguous', async () => {
-    const server = fixture.server!;
-    const impatient = fixture.open({ requestTimeoutMs: 1000, maxAttempts: 1 });
-    try {
-      await impatient.checkBucket(bucket); // a pooled connection to the running server
-      server.pause();
-      await untilStopped(server.pid!);
-      const { ms, result: error } = await timed(
-        failure(putWithHash(impatient, freshKey(), Buffer.from('x')))
-      );
-      expect({ kind: error.kind, ambiguous: error.ambiguous }).toEqual({
-        kind: 'unavailable',
-        ambiguous: true
-      });
-      // The lean attempt's timeout, then the SDK's one attempt's.
-      expect(ms).toBeGreaterThanOrEqual(1900);
-      expect(ms).toBeLessThan(5000);
-      expect(await leanOutcomes()).toEqual(['network']);
-    } finally {
-      server.resume();
-      await impatient.close();
-    }
+    const { ms, error } = await failureOnStalledServer(fixture, impatient =>
+      putWithHash(impatient, freshKey(), Buffer.from('x'))
+    );
+    expect({ kind: error.kind, ambiguous: error.ambiguous }).toEqual({
+      kind: 'unavailable',
+      ambiguous: true
+    });
+    // The lean attempt's timeout, then the SDK's one attempt's.
+    expect(ms).toBeGreaterThanOrEqual(1900);
+    expect(ms).toBeLessThan(5000);
+    expect(await leanOutcomes()).toEqual(['network']);
   });
 
   it('answers unavailable while the server is stopped, and puts lean again after restart()', async () => {
